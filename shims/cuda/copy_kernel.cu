@@ -1,0 +1,103 @@
+// Strided N-d copy with dtype conversion. One kernel, dtypes switched at run time (uniform per launch, so the
+// branch costs nothing per warp). Integers go through int64, everything else through double, as ATen's casts do
+// for every value the two types share.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "shims/cuda/copy_kernel.h"
+#include "shims/cuda/vendor.h"
+
+namespace aotirt {
+namespace gpu {
+namespace {
+
+enum Code : int32_t { U8 = 0, I8 = 1, I16 = 2, I32 = 3, I64 = 4, F16 = 5, F32 = 6, F64 = 7, B = 11, BF16 = 15 };
+
+__device__ __forceinline__ bool IsIntegral(int32_t c) { return c <= I64 || c == B; }
+
+__device__ __forceinline__ int64_t LoadInt(const void* base, int64_t i, int32_t c) {
+  switch (c) {
+    case U8: return static_cast<const uint8_t*>(base)[i];
+    case I8: return static_cast<const int8_t*>(base)[i];
+    case I16: return static_cast<const int16_t*>(base)[i];
+    case I32: return static_cast<const int32_t*>(base)[i];
+    case I64: return static_cast<const int64_t*>(base)[i];
+    case B: return static_cast<const uint8_t*>(base)[i] != 0;
+  }
+  return 0;
+}
+
+__device__ __forceinline__ double LoadFloat(const void* base, int64_t i, int32_t c) {
+  switch (c) {
+    case F16: return __half2float(static_cast<const __half*>(base)[i]);
+    case BF16: return __bfloat162float(static_cast<const __nv_bfloat16*>(base)[i]);
+    case F32: return static_cast<const float*>(base)[i];
+    case F64: return static_cast<const double*>(base)[i];
+  }
+  return static_cast<double>(LoadInt(base, i, c));
+}
+
+__device__ __forceinline__ void StoreInt(void* base, int64_t i, int32_t c, int64_t v) {
+  switch (c) {
+    case U8: static_cast<uint8_t*>(base)[i] = static_cast<uint8_t>(v); return;
+    case I8: static_cast<int8_t*>(base)[i] = static_cast<int8_t>(v); return;
+    case I16: static_cast<int16_t*>(base)[i] = static_cast<int16_t>(v); return;
+    case I32: static_cast<int32_t*>(base)[i] = static_cast<int32_t>(v); return;
+    case I64: static_cast<int64_t*>(base)[i] = v; return;
+    case B: static_cast<uint8_t*>(base)[i] = v != 0; return;
+  }
+}
+
+__device__ __forceinline__ void StoreFloat(void* base, int64_t i, int32_t c, double v) {
+  switch (c) {
+    case F16: static_cast<__half*>(base)[i] = __float2half_rn(static_cast<float>(v)); return;
+    case BF16: static_cast<__nv_bfloat16*>(base)[i] = __float2bfloat16_rn(static_cast<float>(v)); return;
+    case F32: static_cast<float*>(base)[i] = static_cast<float>(v); return;
+    case F64: static_cast<double*>(base)[i] = v; return;
+    case B: static_cast<uint8_t*>(base)[i] = v != 0.0; return;
+    default: StoreInt(base, i, c, static_cast<int64_t>(v)); return;
+  }
+}
+
+__global__ void StridedCopyKernel(CopyParams p) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t linear = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; linear < p.numel;
+       linear += stride) {
+    int64_t rem = linear, di = 0, si = 0;
+    for (int d = p.ndim - 1; d >= 0; --d) {
+      const int64_t idx = rem % p.sizes[d];
+      rem /= p.sizes[d];
+      di += idx * p.dst_strides[d];
+      si += idx * p.src_strides[d];
+    }
+    if (p.src_dtype == p.dst_dtype) {
+      switch (p.src_dtype) {
+        case U8: case I8: case B:
+          static_cast<uint8_t*>(p.dst)[di] = static_cast<const uint8_t*>(p.src)[si]; break;
+        case I16: case F16: case BF16:
+          static_cast<uint16_t*>(p.dst)[di] = static_cast<const uint16_t*>(p.src)[si]; break;
+        case I32: case F32:
+          static_cast<uint32_t*>(p.dst)[di] = static_cast<const uint32_t*>(p.src)[si]; break;
+        default:
+          static_cast<uint64_t*>(p.dst)[di] = static_cast<const uint64_t*>(p.src)[si]; break;
+      }
+    } else if (IsIntegral(p.src_dtype) && IsIntegral(p.dst_dtype)) {
+      StoreInt(p.dst, di, p.dst_dtype, LoadInt(p.src, si, p.src_dtype));
+    } else {
+      StoreFloat(p.dst, di, p.dst_dtype, LoadFloat(p.src, si, p.src_dtype));
+    }
+  }
+}
+
+}  // namespace
+
+int LaunchStridedCopy(const CopyParams& p, void* stream) {
+  const int threads = 256;
+  int64_t blocks = (p.numel + threads - 1) / threads;
+  if (blocks > 65535 * 8) blocks = 65535 * 8;
+  StridedCopyKernel<<<static_cast<unsigned>(blocks), threads, 0, static_cast<cudaStream_t>(stream)>>>(p);
+  return static_cast<int>(cudaGetLastError());
+}
+
+}  // namespace gpu
+}  // namespace aotirt

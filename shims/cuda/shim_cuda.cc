@@ -1,0 +1,249 @@
+// extern "C" shims that touch the device: stream/device guards, copies, clones, zero_, item_bool.
+#include <cstring>
+#include <memory>
+
+#include "shims/cuda/device.h"
+#include "shims/cuda/vendor.h"
+#include "shims/tensor/host_copy.h"
+#include "shims/tensor/tensor.h"
+
+using aotirt::DType;
+using aotirt::FromHandle;
+using aotirt::Storage;
+using aotirt::Tensor;
+using aotirt::ToHandle;
+namespace gpu = aotirt::gpu;
+
+namespace {
+
+struct StreamGuard {
+  int32_t device;
+  void* prev_stream;
+  int32_t prev_device;
+};
+
+struct CudaGuard {
+  int32_t prev_device;
+};
+
+// A contiguous host tensor (malloc'd) with src's sizes and dtype.
+std::unique_ptr<Tensor> NewHost(const Tensor& like, DType dtype) {
+  auto storage = std::make_shared<Storage>();
+  storage->nbytes = like.numel() * aotirt::ElementSize(dtype);
+  storage->data = storage->nbytes ? std::malloc(static_cast<size_t>(storage->nbytes)) : nullptr;
+  if (storage->nbytes && !storage->data) throw aotirt::ShimError("out of host memory");
+  storage->deleter = [](void* p) { std::free(p); };
+  return std::make_unique<Tensor>(std::move(storage), like.sizes(), aotirt::ContiguousStrides(like.sizes()), 0,
+                                  dtype);
+}
+
+std::unique_ptr<Tensor> NewDeviceLike(const char* fn, int32_t device, const Tensor& like, DType dtype) {
+  return std::unique_ptr<Tensor>(
+      gpu::NewDeviceTensor(fn, device, dtype, like.sizes(), aotirt::ContiguousStrides(like.sizes())));
+}
+
+// self = src for any pair of devices among cpu / cuda, any strides and dtypes. Device work runs on the current
+// stream of the device involved; copies that end on the host synchronize that stream (pageable memory).
+void CopyAny(const char* fn, Tensor& dst, const Tensor& src, bool non_blocking) {
+  (void)non_blocking;
+  if (dst.numel() == 0 && src.numel() == 0) return;
+  if (!dst.is_cuda() && !src.is_cuda()) {
+    aotirt::HostCopyStrided(fn, dst, src);
+    return;
+  }
+  if (dst.is_cuda() && src.is_cuda()) {
+    AOTIRT_CHECK(dst.device_index() == src.device_index(), fn, "tensors on different devices: self on cuda:",
+                 dst.device_index(), ", src on cuda:", src.device_index());
+    gpu::DeviceGuard guard(fn, dst.device_index());
+    gpu::CopyDeviceStrided(fn, dst, src, gpu::CurrentStream(dst.device_index()));
+    return;
+  }
+  if (src.is_cuda()) {  // device -> host: gather on the device in src's dtype, one memcpy, then convert on host
+    const int32_t dev = src.device_index();
+    gpu::DeviceGuard guard(fn, dev);
+    void* stream = gpu::CurrentStream(dev);
+    std::unique_ptr<Tensor> staged;
+    const Tensor* dense = &src;
+    if (!src.is_contiguous()) {
+      staged = NewDeviceLike(fn, dev, src, src.dtype());
+      gpu::CopyDeviceStrided(fn, *staged, src, stream);
+      dense = staged.get();
+    }
+    auto host = NewHost(src, src.dtype());
+    gpu::MemcpyAsync(fn, host->data_ptr(), dense->data_ptr(), src.numel() * src.element_size(),
+                     gpuMemcpyDeviceToHost, stream);
+    gpu::StreamSynchronize(fn, stream);
+    aotirt::HostCopyStrided(fn, dst, *host);
+    return;
+  }
+  // host -> device: make the host data dense in dst's dtype, one memcpy, then scatter on the device.
+  const int32_t dev = dst.device_index();
+  gpu::DeviceGuard guard(fn, dev);
+  void* stream = gpu::CurrentStream(dev);
+  auto host = NewHost(src, dst.dtype());
+  aotirt::HostCopyStrided(fn, *host, src);
+  if (dst.is_contiguous()) {
+    gpu::MemcpyAsync(fn, dst.data_ptr(), host->data_ptr(), dst.numel() * dst.element_size(), gpuMemcpyHostToDevice,
+                     stream);
+  } else {
+    auto staged = NewDeviceLike(fn, dev, dst, dst.dtype());
+    gpu::MemcpyAsync(fn, staged->data_ptr(), host->data_ptr(), dst.numel() * dst.element_size(),
+                     gpuMemcpyHostToDevice, stream);
+    gpu::CopyDeviceStrided(fn, dst, *staged, stream);
+  }
+  // The pageable source must stay valid until the copy has read it.
+  gpu::StreamSynchronize(fn, stream);
+}
+
+Tensor* EmptyLike(const char* fn, const Tensor& t, std::vector<int64_t> strides) {
+  if (t.is_cuda()) return gpu::NewDeviceTensor(fn, t.device_index(), t.dtype(), t.sizes(), std::move(strides));
+  int64_t elems = aotirt::RequiredStorageElements(fn, t.dim(), t.sizes().data(), strides.data());
+  auto storage = std::make_shared<Storage>();
+  storage->nbytes = elems * t.element_size();
+  storage->data = storage->nbytes ? std::malloc(static_cast<size_t>(storage->nbytes)) : nullptr;
+  AOTIRT_CHECK(storage->nbytes == 0 || storage->data, fn, "out of host memory");
+  storage->deleter = [](void* p) { std::free(p); };
+  return new Tensor(std::move(storage), t.sizes(), std::move(strides), 0, t.dtype());
+}
+
+}  // namespace
+
+extern "C" {
+
+AOTIRT_EXPORT AOTITorchError aoti_torch_create_cuda_stream_guard(void* stream, int32_t device_index,
+                                                                 CUDAStreamGuardHandle* ret_guard) {
+  static const char* fn = "aoti_torch_create_cuda_stream_guard";
+  AOTIRT_SHIM_BOUNDARY(fn, {
+    AOTIRT_CHECK(ret_guard != nullptr, fn, "ret_guard is null");
+    gpu::CheckDeviceIndex(fn, device_index);
+    auto g = std::make_unique<StreamGuard>();
+    g->device = device_index;
+    g->prev_stream = gpu::CurrentStream(device_index);
+    g->prev_device = gpu::CurrentDevice(fn);
+    gpu::SetDevice(fn, device_index);
+    gpu::SetCurrentStream(device_index, stream);
+    *ret_guard = reinterpret_cast<CUDAStreamGuardHandle>(g.release());
+  })
+}
+
+AOTIRT_EXPORT AOTITorchError aoti_torch_delete_cuda_stream_guard(CUDAStreamGuardHandle guard) {
+  static const char* fn = "aoti_torch_delete_cuda_stream_guard";
+  AOTIRT_SHIM_BOUNDARY(fn, {
+    AOTIRT_CHECK(guard != nullptr, fn, "guard is null");
+    std::unique_ptr<StreamGuard> g(reinterpret_cast<StreamGuard*>(guard));
+    gpu::SetCurrentStream(g->device, g->prev_stream);
+    gpu::SetDevice(fn, g->prev_device);
+  })
+}
+
+AOTIRT_EXPORT AOTITorchError aoti_torch_create_cuda_guard(int32_t device_index, CUDAGuardHandle* ret_guard) {
+  static const char* fn = "aoti_torch_create_cuda_guard";
+  AOTIRT_SHIM_BOUNDARY(fn, {
+    AOTIRT_CHECK(ret_guard != nullptr, fn, "ret_guard is null");
+    gpu::CheckDeviceIndex(fn, device_index);
+    auto g = std::make_unique<CudaGuard>();
+    g->prev_device = gpu::CurrentDevice(fn);
+    gpu::SetDevice(fn, device_index);
+    *ret_guard = reinterpret_cast<CUDAGuardHandle>(g.release());
+  })
+}
+
+AOTIRT_EXPORT AOTITorchError aoti_torch_delete_cuda_guard(CUDAGuardHandle guard) {
+  static const char* fn = "aoti_torch_delete_cuda_guard";
+  AOTIRT_SHIM_BOUNDARY(fn, {
+    AOTIRT_CHECK(guard != nullptr, fn, "guard is null");
+    std::unique_ptr<CudaGuard> g(reinterpret_cast<CudaGuard*>(guard));
+    gpu::SetDevice(fn, g->prev_device);
+  })
+}
+
+AOTIRT_EXPORT AOTITorchError aoti_torch_cuda_guard_set_index(CUDAGuardHandle guard, int32_t device_index) {
+  static const char* fn = "aoti_torch_cuda_guard_set_index";
+  AOTIRT_SHIM_BOUNDARY(fn, {
+    AOTIRT_CHECK(guard != nullptr, fn, "guard is null");
+    gpu::CheckDeviceIndex(fn, device_index);
+    gpu::SetDevice(fn, device_index);
+  })
+}
+
+AOTIRT_EXPORT AOTITorchError aoti_torch_get_current_cuda_stream(int32_t device_index, void** ret_stream) {
+  static const char* fn = "aoti_torch_get_current_cuda_stream";
+  AOTIRT_SHIM_BOUNDARY(fn, {
+    AOTIRT_CHECK(ret_stream != nullptr, fn, "ret_stream is null");
+    AOTIRT_CHECK(device_index >= 0, fn, "device index is negative (", device_index, ")");
+    *ret_stream = gpu::CurrentStream(device_index);
+  })
+}
+
+AOTIRT_EXPORT AOTITorchError aoti_torch_copy_(AtenTensorHandle self, AtenTensorHandle src, int32_t non_blocking) {
+  static const char* fn = "aoti_torch_copy_";
+  AOTIRT_SHIM_BOUNDARY(fn, {
+    Tensor* d = FromHandle(self, fn, "self");
+    Tensor* s = FromHandle(src, fn, "src");
+    CopyAny(fn, *d, *s, non_blocking != 0);
+  })
+}
+
+AOTIRT_EXPORT AOTITorchError aoti_torch_clone(AtenTensorHandle self, AtenTensorHandle* ret) {
+  static const char* fn = "aoti_torch_clone";
+  AOTIRT_SHIM_BOUNDARY(fn, {
+    Tensor* t = FromHandle(self, fn, "self");
+    AOTIRT_CHECK(ret != nullptr, fn, "ret is null");
+    std::unique_ptr<Tensor> out(EmptyLike(fn, *t, aotirt::ContiguousStrides(t->sizes())));
+    CopyAny(fn, *out, *t, false);
+    *ret = ToHandle(out.release());
+  })
+}
+
+AOTIRT_EXPORT AOTITorchError aoti_torch_clone_preserve_strides(AtenTensorHandle self, AtenTensorHandle* ret) {
+  static const char* fn = "aoti_torch_clone_preserve_strides";
+  AOTIRT_SHIM_BOUNDARY(fn, {
+    Tensor* t = FromHandle(self, fn, "self");
+    AOTIRT_CHECK(ret != nullptr, fn, "ret is null");
+    // Like Inductor's clone_preserve_strides: copy the whole span the view reaches, then view it the same way.
+    int64_t span = aotirt::RequiredStorageElements(fn, t->dim(), t->sizes().data(), t->strides().data());
+    std::vector<int64_t> flat_size{span}, flat_stride{1};
+    std::unique_ptr<Tensor> buffer;
+    {
+      Tensor src_flat(t->storage(), flat_size, flat_stride, t->storage_offset(), t->dtype());
+      buffer.reset(EmptyLike(fn, src_flat, flat_stride));
+      CopyAny(fn, *buffer, src_flat, false);
+    }
+    *ret = ToHandle(new Tensor(buffer->storage(), t->sizes(), t->strides(), 0, t->dtype()));
+  })
+}
+
+AOTIRT_EXPORT AOTITorchError aoti_torch_zero_(AtenTensorHandle self) {
+  static const char* fn = "aoti_torch_zero_";
+  AOTIRT_SHIM_BOUNDARY(fn, {
+    Tensor* t = FromHandle(self, fn, "self");
+    if (t->numel() == 0) return AOTI_TORCH_SUCCESS;
+    if (t->is_contiguous()) {
+      if (t->is_cuda()) {
+        gpu::DeviceGuard guard(fn, t->device_index());
+        gpu::MemsetZeroAsync(fn, t->data_ptr(), t->numel() * t->element_size(), gpu::CurrentStream(t->device_index()));
+      } else {
+        std::memset(t->data_ptr(), 0, static_cast<size_t>(t->numel() * t->element_size()));
+      }
+    } else {
+      // Non-dense: zero a dense scratch tensor and scatter it.
+      std::unique_ptr<Tensor> z(EmptyLike(fn, *t, aotirt::ContiguousStrides(t->sizes())));
+      AOTIRT_CHECK(aoti_torch_zero_(ToHandle(z.get())) == AOTI_TORCH_SUCCESS, fn, aotirt::LastError());
+      CopyAny(fn, *t, *z, false);
+    }
+  })
+}
+
+AOTIRT_EXPORT AOTITorchError aoti_torch_item_bool(AtenTensorHandle tensor, bool* ret_value) {
+  static const char* fn = "aoti_torch_item_bool";
+  AOTIRT_SHIM_BOUNDARY(fn, {
+    Tensor* t = FromHandle(tensor, fn, "tensor");
+    AOTIRT_CHECK(ret_value != nullptr, fn, "ret_value is null");
+    AOTIRT_CHECK(t->numel() == 1, fn, "needs a one-element tensor, got ", t->Describe());
+    auto host = NewHost(*t, DType::kBool);
+    CopyAny(fn, *host, *t, false);
+    *ret_value = *static_cast<uint8_t*>(host->data_ptr()) != 0;
+  })
+}
+
+}  // extern "C"

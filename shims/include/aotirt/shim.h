@@ -1,0 +1,150 @@
+// The AOTInductor C shim ABI as implemented by libaoti_cuda_shims (no libtorch).
+//
+// Contract (the same as torch/csrc/inductor/aoti_torch/c/shim.h):
+//  * Every function returns AOTITorchError: 0 (AOTI_TORCH_SUCCESS) or 1 (AOTI_TORCH_FAILURE). No function throws
+//    across this boundary and none aborts on bad input; the reason for a failure is kept per thread and returned
+//    by aotirt_last_error() (the message starts with the failing function's name).
+//  * Only plain C types cross the boundary. Signatures never change; a changed one gets a new name with _v2.
+//  * Output parameters say whether they return a new reference (the caller must delete it with
+//    aoti_torch_delete_tensor_object) or a borrowed one (valid while the tensor lives).
+//  * dtype, device type and layout codes are c10's numbering, so torch, DLPack and generated code agree.
+//  * Device work runs on the calling thread's current stream for the device (see aoti_torch_create_cuda_stream_guard);
+//    device memory is allocated and freed stream-ordered on that stream.
+#ifndef AOTIRT_SHIM_H_
+#define AOTIRT_SHIM_H_
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(_WIN32)
+#define AOTIRT_EXPORT __declspec(dllexport)
+#else
+#define AOTIRT_EXPORT __attribute__((visibility("default")))
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef int32_t AOTITorchError;
+#define AOTI_TORCH_SUCCESS 0
+#define AOTI_TORCH_FAILURE 1
+
+struct AtenTensorOpaque;
+typedef struct AtenTensorOpaque* AtenTensorHandle;
+struct CUDAGuardOpaque;
+typedef struct CUDAGuardOpaque* CUDAGuardHandle;
+struct CUDAStreamGuardOpaque;
+typedef struct CUDAStreamGuardOpaque* CUDAStreamGuardHandle;
+
+// ---- codes
+AOTIRT_EXPORT int32_t aoti_torch_dtype_float32(void);
+AOTIRT_EXPORT int32_t aoti_torch_dtype_float16(void);
+AOTIRT_EXPORT int32_t aoti_torch_dtype_bfloat16(void);
+AOTIRT_EXPORT int32_t aoti_torch_dtype_float64(void);
+AOTIRT_EXPORT int32_t aoti_torch_dtype_int8(void);
+AOTIRT_EXPORT int32_t aoti_torch_dtype_uint8(void);
+AOTIRT_EXPORT int32_t aoti_torch_dtype_int16(void);
+AOTIRT_EXPORT int32_t aoti_torch_dtype_int32(void);
+AOTIRT_EXPORT int32_t aoti_torch_dtype_int64(void);
+AOTIRT_EXPORT int32_t aoti_torch_dtype_bool(void);
+AOTIRT_EXPORT int32_t aoti_torch_device_type_cpu(void);
+AOTIRT_EXPORT int32_t aoti_torch_device_type_cuda(void);
+AOTIRT_EXPORT int32_t aoti_torch_layout_strided(void);
+
+// ---- tensor object
+AOTIRT_EXPORT AOTITorchError aoti_torch_delete_tensor_object(AtenTensorHandle tensor);
+AOTIRT_EXPORT AOTITorchError aoti_torch_get_data_ptr(AtenTensorHandle tensor, void** ret_data_ptr /* borrowed */);
+AOTIRT_EXPORT AOTITorchError aoti_torch_get_storage_size(AtenTensorHandle tensor, int64_t* ret_size /* bytes */);
+AOTIRT_EXPORT AOTITorchError aoti_torch_get_storage_offset(AtenTensorHandle tensor, int64_t* ret_storage_offset);
+AOTIRT_EXPORT AOTITorchError aoti_torch_get_sizes(AtenTensorHandle tensor, int64_t** ret_sizes /* borrowed */);
+AOTIRT_EXPORT AOTITorchError aoti_torch_get_strides(AtenTensorHandle tensor, int64_t** ret_strides /* borrowed */);
+AOTIRT_EXPORT AOTITorchError aoti_torch_get_size(AtenTensorHandle tensor, int64_t d, int64_t* ret_size);
+AOTIRT_EXPORT AOTITorchError aoti_torch_get_stride(AtenTensorHandle tensor, int64_t d, int64_t* ret_stride);
+AOTIRT_EXPORT AOTITorchError aoti_torch_get_dim(AtenTensorHandle tensor, int64_t* ret_dim);
+AOTIRT_EXPORT AOTITorchError aoti_torch_get_numel(AtenTensorHandle tensor, int64_t* ret_numel);
+AOTIRT_EXPORT AOTITorchError aoti_torch_get_dtype(AtenTensorHandle tensor, int32_t* ret_dtype);
+AOTIRT_EXPORT AOTITorchError aoti_torch_get_device_type(AtenTensorHandle tensor, int32_t* ret_device_type);
+AOTIRT_EXPORT AOTITorchError aoti_torch_get_device_index(AtenTensorHandle tensor, int32_t* ret_device_index);
+AOTIRT_EXPORT AOTITorchError aoti_torch_get_layout(AtenTensorHandle tensor, int32_t* ret_layout);
+AOTIRT_EXPORT AOTITorchError aoti_torch_is_contiguous(AtenTensorHandle tensor, bool* ret_is_contiguous);
+
+AOTIRT_EXPORT AOTITorchError aoti_torch_empty_strided(int64_t ndim, const int64_t* sizes_ptr,
+                                                      const int64_t* strides_ptr, int32_t dtype,
+                                                      int32_t device_type, int32_t device_index,
+                                                      AtenTensorHandle* ret_new_tensor /* new reference */);
+AOTIRT_EXPORT AOTITorchError aoti_torch_create_tensor_from_blob(void* data, int64_t ndim, const int64_t* sizes_ptr,
+                                                                const int64_t* strides_ptr, int64_t storage_offset,
+                                                                int32_t dtype, int32_t device_type,
+                                                                int32_t device_index,
+                                                                AtenTensorHandle* ret /* new reference */);
+AOTIRT_EXPORT AOTITorchError aoti_torch_create_tensor_from_blob_v2(
+    void* data, int64_t ndim, const int64_t* sizes_ptr, const int64_t* strides_ptr, int64_t storage_offset,
+    int32_t dtype, int32_t device_type, int32_t device_index, AtenTensorHandle* ret /* new reference */,
+    int32_t layout, const uint8_t* opaque_metadata, int64_t opaque_metadata_size);
+AOTIRT_EXPORT AOTITorchError aoti_torch__reinterpret_tensor(AtenTensorHandle self, int64_t ndim,
+                                                            const int64_t* sizes_ptr, const int64_t* strides_ptr,
+                                                            int64_t storage_offset,
+                                                            AtenTensorHandle* ret_new_tensor /* new reference */);
+AOTIRT_EXPORT AOTITorchError aoti_torch_new_tensor_handle(AtenTensorHandle orig_handle,
+                                                          AtenTensorHandle* new_handle /* new reference */);
+AOTIRT_EXPORT AOTITorchError aoti_torch_assign_tensors_out(AtenTensorHandle src,
+                                                           AtenTensorHandle* ret_dst /* new reference */);
+
+// ---- data movement on the current stream
+AOTIRT_EXPORT AOTITorchError aoti_torch_copy_(AtenTensorHandle self, AtenTensorHandle src, int32_t non_blocking);
+AOTIRT_EXPORT AOTITorchError aoti_torch_clone(AtenTensorHandle self, AtenTensorHandle* ret /* new, contiguous */);
+AOTIRT_EXPORT AOTITorchError aoti_torch_clone_preserve_strides(AtenTensorHandle self,
+                                                               AtenTensorHandle* ret /* new reference */);
+AOTIRT_EXPORT AOTITorchError aoti_torch_zero_(AtenTensorHandle self);
+AOTIRT_EXPORT AOTITorchError aoti_torch_item_bool(AtenTensorHandle tensor, bool* ret_value);
+
+// ---- grad mode (inference only: enabling it is accepted and remembered, nothing records gradients)
+AOTIRT_EXPORT bool aoti_torch_grad_mode_is_enabled(void);
+AOTIRT_EXPORT void aoti_torch_grad_mode_set_enabled(bool enabled);
+AOTIRT_EXPORT void aoti_torch_warn(const char* func, const char* file, uint32_t line, const char* msg);
+// Throws std::runtime_error when cond is false (called from generated C++, which converts it to an error code).
+AOTIRT_EXPORT void aoti_torch_check(bool cond, const char* func, const char* file, uint32_t line, const char* msg);
+
+// ---- streams and guards (per thread, per device)
+AOTIRT_EXPORT AOTITorchError aoti_torch_create_cuda_stream_guard(void* stream, int32_t device_index,
+                                                                 CUDAStreamGuardHandle* ret_guard /* new */);
+AOTIRT_EXPORT AOTITorchError aoti_torch_delete_cuda_stream_guard(CUDAStreamGuardHandle guard);
+AOTIRT_EXPORT AOTITorchError aoti_torch_create_cuda_guard(int32_t device_index, CUDAGuardHandle* ret_guard /* new */);
+AOTIRT_EXPORT AOTITorchError aoti_torch_delete_cuda_guard(CUDAGuardHandle guard);
+AOTIRT_EXPORT AOTITorchError aoti_torch_cuda_guard_set_index(CUDAGuardHandle guard, int32_t device_index);
+AOTIRT_EXPORT AOTITorchError aoti_torch_get_current_cuda_stream(int32_t device_index, void** ret_stream);
+
+// ---- GEMMs (Linux CUDA only; PyTorch's c_shim_cuda.h signatures)
+AOTIRT_EXPORT AOTITorchError aoti_torch_cuda_mm_out(AtenTensorHandle out, AtenTensorHandle self, AtenTensorHandle mat2);
+AOTIRT_EXPORT AOTITorchError aoti_torch_cuda_addmm_out(AtenTensorHandle out, AtenTensorHandle self,
+                                                       AtenTensorHandle mat1, AtenTensorHandle mat2, double beta,
+                                                       double alpha);
+AOTIRT_EXPORT AOTITorchError aoti_torch_cuda_bmm_out(AtenTensorHandle out, AtenTensorHandle self,
+                                                     AtenTensorHandle mat2);
+AOTIRT_EXPORT AOTITorchError aoti_torch_cuda_baddbmm_out(AtenTensorHandle out, AtenTensorHandle self,
+                                                         AtenTensorHandle batch1, AtenTensorHandle batch2, double beta,
+                                                         double alpha);
+AOTIRT_EXPORT AOTITorchError aoti_torch_cuda__int_mm_out(AtenTensorHandle out, AtenTensorHandle self,
+                                                         AtenTensorHandle mat2);
+
+// ---- this library's own API
+// The message of this thread's last failed call ("" if none). Borrowed; valid until the next failing call.
+AOTIRT_EXPORT const char* aotirt_last_error(void);
+AOTIRT_EXPORT void aotirt_clear_last_error(void);
+AOTIRT_EXPORT const char* aotirt_shims_version(void);
+// Tensor objects alive in this process (handles not yet deleted): lets tests and callers find leaks.
+AOTIRT_EXPORT int64_t aotirt_live_tensor_count(void);
+// Like aoti_torch_create_tensor_from_blob, but the storage calls deleter(context) once, when the last handle that
+// shares it is deleted (e.g. to release a DLPack tensor). On failure the deleter is not called: ownership stays.
+typedef void (*AotirtDeleter)(void* context);
+AOTIRT_EXPORT AOTITorchError aotirt_create_tensor_from_blob_with_deleter(
+    void* data, int64_t ndim, const int64_t* sizes_ptr, const int64_t* strides_ptr, int64_t storage_offset,
+    int32_t dtype, int32_t device_type, int32_t device_index, AotirtDeleter deleter, void* context,
+    AtenTensorHandle* ret /* new reference */);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif
+#endif  // AOTIRT_SHIM_H_

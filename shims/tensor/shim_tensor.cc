@@ -1,0 +1,231 @@
+// extern "C" tensor-object shims: codes, getters, creation, views and handles.
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+
+#include "shims/cuda/device.h"
+#include "shims/tensor/tensor.h"
+
+using aotirt::DType;
+using aotirt::FromHandle;
+using aotirt::Storage;
+using aotirt::Tensor;
+using aotirt::ToHandle;
+
+namespace {
+
+thread_local bool t_grad_mode = false;
+
+Tensor* NewTensorOnDevice(const char* fn, int64_t ndim, const int64_t* sizes, const int64_t* strides, int32_t dtype,
+                          int32_t device_type, int32_t device_index) {
+  DType dt = aotirt::CheckedDType(fn, dtype);
+  int64_t elems = aotirt::RequiredStorageElements(fn, ndim, sizes, strides);
+  std::vector<int64_t> sz(sizes, sizes + ndim), st(strides, strides + ndim);
+  int64_t nbytes = 0;
+  AOTIRT_CHECK(!__builtin_mul_overflow(elems, aotirt::ElementSize(dt), &nbytes), fn, "size in bytes overflows");
+  if (device_type == aotirt::kDeviceCPU) {
+    auto storage = std::make_shared<Storage>();
+    storage->nbytes = nbytes;
+    storage->data = nbytes ? std::malloc(static_cast<size_t>(nbytes)) : nullptr;
+    AOTIRT_CHECK(nbytes == 0 || storage->data != nullptr, fn, "out of host memory allocating ", nbytes, " bytes");
+    storage->deleter = [](void* p) { std::free(p); };
+    return new Tensor(std::move(storage), std::move(sz), std::move(st), 0, dt);
+  }
+  AOTIRT_CHECK(device_type == aotirt::kDeviceCUDA, fn, "unsupported device type ", device_type,
+               " (cpu=0, cuda=1)");
+  aotirt::gpu::CheckDeviceIndex(fn, device_index);
+  return aotirt::gpu::NewDeviceTensor(fn, device_index, dt, std::move(sz), std::move(st));
+}
+
+Tensor* MakeView(const char* fn, Tensor* base, int64_t ndim, const int64_t* sizes, const int64_t* strides,
+                 int64_t storage_offset) {
+  AOTIRT_CHECK(storage_offset >= 0, fn, "storage_offset is negative (", storage_offset, ")");
+  int64_t elems = aotirt::RequiredStorageElements(fn, ndim, sizes, strides);
+  const auto& storage = base->storage();
+  // Views of owned storage must stay inside it; borrowed blobs have an unknown size and are trusted.
+  if (!storage->borrowed && elems > 0) {
+    int64_t end_bytes = (storage_offset + elems) * base->element_size();
+    AOTIRT_CHECK(end_bytes <= storage->nbytes, fn, "view needs ", end_bytes, " bytes but the storage of ",
+                 base->Describe(), " has ", storage->nbytes);
+  }
+  return new Tensor(storage, std::vector<int64_t>(sizes, sizes + ndim), std::vector<int64_t>(strides, strides + ndim),
+                    storage_offset, base->dtype());
+}
+
+}  // namespace
+
+extern "C" {
+
+AOTIRT_EXPORT int32_t aoti_torch_dtype_float32(void) { return static_cast<int32_t>(DType::kFloat32); }
+AOTIRT_EXPORT int32_t aoti_torch_dtype_float16(void) { return static_cast<int32_t>(DType::kFloat16); }
+AOTIRT_EXPORT int32_t aoti_torch_dtype_bfloat16(void) { return static_cast<int32_t>(DType::kBFloat16); }
+AOTIRT_EXPORT int32_t aoti_torch_dtype_float64(void) { return static_cast<int32_t>(DType::kFloat64); }
+AOTIRT_EXPORT int32_t aoti_torch_dtype_int8(void) { return static_cast<int32_t>(DType::kInt8); }
+AOTIRT_EXPORT int32_t aoti_torch_dtype_uint8(void) { return static_cast<int32_t>(DType::kUInt8); }
+AOTIRT_EXPORT int32_t aoti_torch_dtype_int16(void) { return static_cast<int32_t>(DType::kInt16); }
+AOTIRT_EXPORT int32_t aoti_torch_dtype_int32(void) { return static_cast<int32_t>(DType::kInt32); }
+AOTIRT_EXPORT int32_t aoti_torch_dtype_int64(void) { return static_cast<int32_t>(DType::kInt64); }
+AOTIRT_EXPORT int32_t aoti_torch_dtype_bool(void) { return static_cast<int32_t>(DType::kBool); }
+AOTIRT_EXPORT int32_t aoti_torch_device_type_cpu(void) { return aotirt::kDeviceCPU; }
+AOTIRT_EXPORT int32_t aoti_torch_device_type_cuda(void) { return aotirt::kDeviceCUDA; }
+AOTIRT_EXPORT int32_t aoti_torch_layout_strided(void) { return aotirt::kLayoutStrided; }
+
+AOTIRT_EXPORT AOTITorchError aoti_torch_delete_tensor_object(AtenTensorHandle tensor) {
+  AOTIRT_SHIM_BOUNDARY("aoti_torch_delete_tensor_object", {
+    delete FromHandle(tensor, "aoti_torch_delete_tensor_object", "tensor");
+  })
+}
+
+#define AOTIRT_GETTER(NAME, OUT_T, EXPR)                                        \
+  AOTIRT_EXPORT AOTITorchError NAME(AtenTensorHandle tensor, OUT_T* ret) {       \
+    AOTIRT_SHIM_BOUNDARY(#NAME, {                                                \
+      Tensor* t = FromHandle(tensor, #NAME, "tensor");                           \
+      AOTIRT_CHECK(ret != nullptr, #NAME, "return pointer is null");             \
+      *ret = (EXPR);                                                             \
+    })                                                                           \
+  }
+
+AOTIRT_GETTER(aoti_torch_get_data_ptr, void*, t->data_ptr())
+AOTIRT_GETTER(aoti_torch_get_storage_size, int64_t, t->storage()->nbytes)
+AOTIRT_GETTER(aoti_torch_get_storage_offset, int64_t, t->storage_offset())
+AOTIRT_GETTER(aoti_torch_get_sizes, int64_t*, t->sizes_data())
+AOTIRT_GETTER(aoti_torch_get_strides, int64_t*, t->strides_data())
+AOTIRT_GETTER(aoti_torch_get_dim, int64_t, t->dim())
+AOTIRT_GETTER(aoti_torch_get_numel, int64_t, t->numel())
+AOTIRT_GETTER(aoti_torch_get_dtype, int32_t, static_cast<int32_t>(t->dtype()))
+AOTIRT_GETTER(aoti_torch_get_device_type, int32_t, t->device_type())
+AOTIRT_GETTER(aoti_torch_get_device_index, int32_t, t->device_index())
+AOTIRT_GETTER(aoti_torch_get_layout, int32_t, ((void)t, aotirt::kLayoutStrided))
+AOTIRT_GETTER(aoti_torch_is_contiguous, bool, t->is_contiguous())
+
+AOTIRT_EXPORT AOTITorchError aoti_torch_get_size(AtenTensorHandle tensor, int64_t d, int64_t* ret) {
+  AOTIRT_SHIM_BOUNDARY("aoti_torch_get_size", {
+    Tensor* t = FromHandle(tensor, "aoti_torch_get_size", "tensor");
+    AOTIRT_CHECK(ret != nullptr, "aoti_torch_get_size", "return pointer is null");
+    int64_t n = t->dim();
+    int64_t dd = d < 0 ? d + n : d;
+    AOTIRT_CHECK(dd >= 0 && dd < n, "aoti_torch_get_size", "dim ", d, " out of range for ", n, "-d tensor");
+    *ret = t->sizes()[dd];
+  })
+}
+
+AOTIRT_EXPORT AOTITorchError aoti_torch_get_stride(AtenTensorHandle tensor, int64_t d, int64_t* ret) {
+  AOTIRT_SHIM_BOUNDARY("aoti_torch_get_stride", {
+    Tensor* t = FromHandle(tensor, "aoti_torch_get_stride", "tensor");
+    AOTIRT_CHECK(ret != nullptr, "aoti_torch_get_stride", "return pointer is null");
+    int64_t n = t->dim();
+    int64_t dd = d < 0 ? d + n : d;
+    AOTIRT_CHECK(dd >= 0 && dd < n, "aoti_torch_get_stride", "dim ", d, " out of range for ", n, "-d tensor");
+    *ret = t->strides()[dd];
+  })
+}
+
+AOTIRT_EXPORT AOTITorchError aoti_torch_empty_strided(int64_t ndim, const int64_t* sizes_ptr,
+                                                      const int64_t* strides_ptr, int32_t dtype,
+                                                      int32_t device_type, int32_t device_index,
+                                                      AtenTensorHandle* ret_new_tensor) {
+  AOTIRT_SHIM_BOUNDARY("aoti_torch_empty_strided", {
+    AOTIRT_CHECK(ret_new_tensor != nullptr, "aoti_torch_empty_strided", "ret_new_tensor is null");
+    *ret_new_tensor = ToHandle(NewTensorOnDevice("aoti_torch_empty_strided", ndim, sizes_ptr, strides_ptr, dtype,
+                                                 device_type, device_index));
+  })
+}
+
+AOTIRT_EXPORT AOTITorchError aoti_torch_create_tensor_from_blob_v2(
+    void* data, int64_t ndim, const int64_t* sizes_ptr, const int64_t* strides_ptr, int64_t storage_offset,
+    int32_t dtype, int32_t device_type, int32_t device_index, AtenTensorHandle* ret, int32_t layout,
+    const uint8_t* /*opaque_metadata*/, int64_t opaque_metadata_size) {
+  static const char* fn = "aoti_torch_create_tensor_from_blob";
+  AOTIRT_SHIM_BOUNDARY(fn, {
+    AOTIRT_CHECK(ret != nullptr, fn, "ret is null");
+    DType dt = aotirt::CheckedDType(fn, dtype);
+    AOTIRT_CHECK(layout == aotirt::kLayoutStrided, fn, "only the strided layout (0) is supported, got ", layout);
+    AOTIRT_CHECK(opaque_metadata_size == 0, fn, "opaque metadata (MKLDNN tensors) is not supported");
+    AOTIRT_CHECK(storage_offset >= 0, fn, "storage_offset is negative (", storage_offset, ")");
+    AOTIRT_CHECK(device_type == aotirt::kDeviceCPU || device_type == aotirt::kDeviceCUDA, fn,
+                 "unsupported device type ", device_type, " (cpu=0, cuda=1)");
+    AOTIRT_CHECK(device_index >= 0, fn, "device index is negative (", device_index, ")");
+    int64_t elems = aotirt::RequiredStorageElements(fn, ndim, sizes_ptr, strides_ptr);
+    AOTIRT_CHECK(data != nullptr || elems == 0, fn, "data is null for a non-empty tensor");
+    auto storage = std::make_shared<Storage>();
+    storage->data = data;
+    storage->borrowed = true;  // the creator owns the memory and knows its size
+    storage->nbytes = elems ? (storage_offset + elems) * aotirt::ElementSize(dt) : 0;
+    storage->device_type = device_type;
+    storage->device_index = device_type == aotirt::kDeviceCPU ? 0 : device_index;
+    *ret = ToHandle(new Tensor(std::move(storage), std::vector<int64_t>(sizes_ptr, sizes_ptr + ndim),
+                               std::vector<int64_t>(strides_ptr, strides_ptr + ndim), storage_offset, dt));
+  })
+}
+
+AOTIRT_EXPORT AOTITorchError aoti_torch_create_tensor_from_blob(void* data, int64_t ndim, const int64_t* sizes_ptr,
+                                                                const int64_t* strides_ptr, int64_t storage_offset,
+                                                                int32_t dtype, int32_t device_type,
+                                                                int32_t device_index, AtenTensorHandle* ret) {
+  return aoti_torch_create_tensor_from_blob_v2(data, ndim, sizes_ptr, strides_ptr, storage_offset, dtype,
+                                               device_type, device_index, ret, aotirt::kLayoutStrided, nullptr, 0);
+}
+
+AOTIRT_EXPORT AOTITorchError aoti_torch__reinterpret_tensor(AtenTensorHandle self, int64_t ndim,
+                                                            const int64_t* sizes_ptr, const int64_t* strides_ptr,
+                                                            int64_t storage_offset,
+                                                            AtenTensorHandle* ret_new_tensor) {
+  static const char* fn = "aoti_torch__reinterpret_tensor";
+  AOTIRT_SHIM_BOUNDARY(fn, {
+    Tensor* t = FromHandle(self, fn, "self");
+    AOTIRT_CHECK(ret_new_tensor != nullptr, fn, "ret_new_tensor is null");
+    *ret_new_tensor = ToHandle(MakeView(fn, t, ndim, sizes_ptr, strides_ptr, storage_offset));
+  })
+}
+
+AOTIRT_EXPORT AOTITorchError aoti_torch_new_tensor_handle(AtenTensorHandle orig_handle,
+                                                          AtenTensorHandle* new_handle) {
+  static const char* fn = "aoti_torch_new_tensor_handle";
+  AOTIRT_SHIM_BOUNDARY(fn, {
+    Tensor* t = FromHandle(orig_handle, fn, "orig_handle");
+    AOTIRT_CHECK(new_handle != nullptr, fn, "new_handle is null");
+    *new_handle = ToHandle(new Tensor(t->storage(), t->sizes(), t->strides(), t->storage_offset(), t->dtype()));
+  })
+}
+
+AOTIRT_EXPORT AOTITorchError aoti_torch_assign_tensors_out(AtenTensorHandle src, AtenTensorHandle* ret_dst) {
+  static const char* fn = "aoti_torch_assign_tensors_out";
+  AOTIRT_SHIM_BOUNDARY(fn, {
+    Tensor* t = FromHandle(src, fn, "src");
+    AOTIRT_CHECK(ret_dst != nullptr, fn, "ret_dst is null");
+    *ret_dst = ToHandle(new Tensor(t->storage(), t->sizes(), t->strides(), t->storage_offset(), t->dtype()));
+  })
+}
+
+AOTIRT_EXPORT bool aoti_torch_grad_mode_is_enabled(void) { return t_grad_mode; }
+AOTIRT_EXPORT void aoti_torch_grad_mode_set_enabled(bool enabled) { t_grad_mode = enabled; }
+
+AOTIRT_EXPORT void aoti_torch_warn(const char* func, const char* file, uint32_t line, const char* msg) {
+  std::fprintf(stderr, "[aotirt warning] %s (%s:%u): %s\n", func ? func : "?", file ? file : "?", line,
+               msg ? msg : "");
+}
+
+AOTIRT_EXPORT void aoti_torch_check(bool cond, const char* func, const char* file, uint32_t line, const char* msg) {
+  if (!cond) {
+    throw std::runtime_error(aotirt::StrCat("check failed in ", func ? func : "?", " (", file ? file : "?", ":",
+                                            line, "): ", msg ? msg : ""));
+  }
+}
+
+AOTIRT_EXPORT int64_t aotirt_live_tensor_count(void) { return Tensor::LiveCount(); }
+
+AOTIRT_EXPORT AOTITorchError aotirt_create_tensor_from_blob_with_deleter(
+    void* data, int64_t ndim, const int64_t* sizes_ptr, const int64_t* strides_ptr, int64_t storage_offset,
+    int32_t dtype, int32_t device_type, int32_t device_index, AotirtDeleter deleter, void* context,
+    AtenTensorHandle* ret) {
+  AOTITorchError err = aoti_torch_create_tensor_from_blob_v2(data, ndim, sizes_ptr, strides_ptr, storage_offset,
+                                                            dtype, device_type, device_index, ret,
+                                                            aotirt::kLayoutStrided, nullptr, 0);
+  if (err != AOTI_TORCH_SUCCESS || deleter == nullptr) return err;
+  auto* t = reinterpret_cast<Tensor*>(*ret);
+  // Runs exactly once, also for an empty tensor whose data is null.
+  t->storage()->deleter = [deleter, context](void*) { deleter(context); };
+  return AOTI_TORCH_SUCCESS;
+}
+
+}  // extern "C"

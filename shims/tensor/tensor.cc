@@ -1,0 +1,100 @@
+#include "shims/tensor/tensor.h"
+
+#include <limits>
+#include <sstream>
+
+namespace aotirt {
+
+std::atomic<int64_t> Tensor::live_{0};
+
+Tensor::Tensor(std::shared_ptr<Storage> storage, std::vector<int64_t> sizes, std::vector<int64_t> strides,
+               int64_t storage_offset, DType dtype)
+    : storage_(std::move(storage)),
+      sizes_(std::move(sizes)),
+      strides_(std::move(strides)),
+      offset_(storage_offset),
+      dtype_(dtype) {
+  live_.fetch_add(1, std::memory_order_relaxed);
+}
+
+Tensor::~Tensor() {
+  magic_ = 0;
+  live_.fetch_sub(1, std::memory_order_relaxed);
+}
+
+int64_t Tensor::numel() const {
+  int64_t n = 1;
+  for (int64_t s : sizes_) n *= s;
+  return n;
+}
+
+bool Tensor::is_contiguous() const {
+  int64_t expected = 1;
+  for (int64_t d = dim() - 1; d >= 0; --d) {
+    if (sizes_[d] == 1) continue;
+    if (sizes_[d] == 0) return true;
+    if (strides_[d] != expected) return false;
+    expected *= sizes_[d];
+  }
+  return true;
+}
+
+void* Tensor::data_ptr() const {
+  if (storage_->data == nullptr) return nullptr;
+  return static_cast<char*>(storage_->data) + offset_ * element_size();
+}
+
+std::string Tensor::Describe() const {
+  std::ostringstream os;
+  os << DTypeName(static_cast<int32_t>(dtype_)) << "[";
+  for (size_t i = 0; i < sizes_.size(); ++i) os << (i ? ", " : "") << sizes_[i];
+  os << "] strides [";
+  for (size_t i = 0; i < strides_.size(); ++i) os << (i ? ", " : "") << strides_[i];
+  os << "] on " << DeviceName(device_type(), device_index());
+  return os.str();
+}
+
+Tensor* FromHandle(AtenTensorHandle h, const char* fn, const char* arg) {
+  AOTIRT_CHECK(h != nullptr, fn, arg, " is a null tensor handle");
+  auto* t = reinterpret_cast<Tensor*>(h);
+  AOTIRT_CHECK(t->valid(), fn, arg, " is not a live tensor handle (deleted, or not made by this library)");
+  return t;
+}
+
+int64_t RequiredStorageElements(const char* fn, int64_t ndim, const int64_t* sizes, const int64_t* strides) {
+  AOTIRT_CHECK(ndim >= 0 && ndim <= 64, fn, "ndim must be in [0, 64], got ", ndim);
+  AOTIRT_CHECK(ndim == 0 || sizes != nullptr, fn, "sizes_ptr is null for ndim ", ndim);
+  AOTIRT_CHECK(ndim == 0 || strides != nullptr, fn, "strides_ptr is null for ndim ", ndim);
+  int64_t extent = 0;  // largest reachable element index
+  for (int64_t d = 0; d < ndim; ++d) {
+    AOTIRT_CHECK(sizes[d] >= 0, fn, "size of dim ", d, " is negative (", sizes[d], ")");
+    AOTIRT_CHECK(strides[d] >= 0, fn, "stride of dim ", d, " is negative (", strides[d], ")");
+    if (sizes[d] == 0) return 0;
+  }
+  for (int64_t d = 0; d < ndim; ++d) {
+    int64_t term = 0;
+    AOTIRT_CHECK(!__builtin_mul_overflow(sizes[d] - 1, strides[d], &term) &&
+                     !__builtin_add_overflow(extent, term, &extent),
+                 fn, "sizes and strides overflow int64");
+  }
+  return extent + 1;
+}
+
+std::vector<int64_t> ContiguousStrides(const std::vector<int64_t>& sizes) {
+  std::vector<int64_t> strides(sizes.size());
+  int64_t s = 1;
+  for (int64_t d = static_cast<int64_t>(sizes.size()) - 1; d >= 0; --d) {
+    strides[d] = s;
+    s *= std::max<int64_t>(sizes[d], 1);
+  }
+  return strides;
+}
+
+DType CheckedDType(const char* fn, int32_t code) {
+  AOTIRT_CHECK(IsSupportedDType(code), fn, "unsupported dtype code ", code,
+               " (supported: uint8=0 int8=1 int16=2 int32=3 int64=4 float16=5 float32=6 float64=7 bool=11 "
+               "bfloat16=15)");
+  return static_cast<DType>(code);
+}
+
+}  // namespace aotirt

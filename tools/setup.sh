@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Installs everything the build and the tests need, idempotently: Debian packages (Bazel 4.2.3, googletest,
+# DLPack, minizip, JSON) and the project venv (.venv: torch CPU, pybind11, pytest, NVIDIA CUDA 13.0 wheels).
+# Safe to run again: every step checks first. Set AOTIRT_SKIP_APT=1 to skip the Debian part.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="${AOTIRT_VENV:-$ROOT/.venv}"
+PY="${AOTIRT_PYTHON:-python3}"
+
+log() { echo "[setup] $*" >&2; }
+
+APT_PKGS=(bazel-bootstrap bazel-rules-java libgtest-dev libdlpack-dev libminizip-dev zlib1g-dev
+          nlohmann-json3-dev binutils zip unzip)
+if [[ "${AOTIRT_SKIP_APT:-0}" != 1 ]]; then
+  missing=()
+  for p in "${APT_PKGS[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+  if ((${#missing[@]})); then
+    log "apt: installing ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  fi
+fi
+
+if [[ ! -x "$VENV/bin/python" ]]; then
+  log "venv: creating $VENV with $($PY --version)"
+  "$PY" -m venv "$VENV"
+fi
+VPY="$VENV/bin/python"
+stamp="$VENV/.aotirt-setup-v1"
+if [[ ! -f "$stamp" ]]; then
+  log "venv: installing Python packages"
+  "$VPY" -m pip install -q --upgrade pip >/dev/null
+  "$VPY" -m pip install -q -r "$ROOT/tools/requirements.txt"
+  # CUDA 13.0 series headers/libraries (cublasLt.h for the dlopen'd GEMM path); --no-deps keeps them small.
+  "$VPY" -m pip install -q --no-deps -r "$ROOT/tools/requirements-cuda.txt"
+  touch "$stamp"
+fi
+log "ok: $("$VPY" -c 'import torch, pybind11; print("torch", torch.__version__, "pybind11", pybind11.__version__)')"
