@@ -1,0 +1,113 @@
+// aotirt._C: the runtime for Python. Tensors cross as DLPack capsules, outputs without a copy.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backends/cuda/python/dlpack_bridge.h"
+#include "backends/cuda/runtime/runtime.h"
+
+namespace py = pybind11;
+
+namespace aotirt {
+namespace gemm {
+// Provided by the GEMM shims (weak: absent in builds without them).
+void AddCublasLtSearchDir(const std::string& dir) __attribute__((weak));
+}  // namespace gemm
+}  // namespace aotirt
+
+namespace {
+
+constexpr const char* kDLTensor = "dltensor";
+constexpr const char* kUsedDLTensor = "used_dltensor";
+
+void CapsuleDestructor(PyObject* capsule) {
+  // Unconsumed capsules still own their tensor.
+  if (PyCapsule_IsValid(capsule, kDLTensor)) {
+    auto* m = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule, kDLTensor));
+    if (m && m->deleter) m->deleter(m);
+  } else {
+    PyErr_Clear();
+  }
+}
+
+class PyModel {
+ public:
+  PyModel(const std::string& path, int device_index, int num_instances, const std::string& model_name) {
+    aotirt::ModelOptions o;
+    o.device_index = device_index;
+    o.num_instances = num_instances;
+    o.model_name = model_name;
+    py::gil_scoped_release release;
+    model_ = aotirt::Model::Load(path, o);
+  }
+
+  py::list Run(const py::list& inputs, uintptr_t stream) {
+    std::vector<aotirt::TensorPtr> owned;
+    std::vector<AtenTensorHandle> handles;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      py::object obj = inputs[i];
+      PyObject* cap = obj.ptr();
+      if (!PyCapsule_IsValid(cap, kDLTensor))
+        throw aotirt::RuntimeError("input " + std::to_string(i) +
+                                   " is not an unconsumed DLPack capsule (pass x.__dlpack__())");
+      auto* m = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(cap, kDLTensor));
+      AtenTensorHandle h = aotirt::FromDLPack(m);  // owns m from here on
+      PyCapsule_SetName(cap, kUsedDLTensor);
+      owned.emplace_back(h);
+      handles.push_back(h);
+    }
+    std::vector<AtenTensorHandle> outs;
+    {
+      py::gil_scoped_release release;
+      outs = model_->Run(handles, reinterpret_cast<void*>(stream));
+      owned.clear();  // drop our aliases of the inputs (the producers' tensors stay alive on their side)
+    }
+    py::list result;
+    for (size_t i = 0; i < outs.size(); ++i) {
+      DLManagedTensor* m = nullptr;
+      try {
+        m = aotirt::ToDLPack(outs[i]);
+      } catch (...) {
+        for (size_t j = i; j < outs.size(); ++j) aoti_torch_delete_tensor_object(outs[j]);
+        throw;
+      }
+      result.append(py::reinterpret_steal<py::object>(PyCapsule_New(m, kDLTensor, &CapsuleDestructor)));
+    }
+    return result;
+  }
+
+  const aotirt::Model& model() const { return *model_; }
+
+ private:
+  std::shared_ptr<aotirt::Model> model_;
+};
+
+}  // namespace
+
+PYBIND11_MODULE(_C, m) {
+  m.doc() = "aotirt runtime: runs AOTInductor packages without libtorch";
+  py::register_exception<aotirt::RuntimeError>(m, "RuntimeError", PyExc_RuntimeError);
+
+  py::class_<PyModel>(m, "Model")
+      .def(py::init<const std::string&, int, int, const std::string&>(), py::arg("path"),
+           py::arg("device_index") = 0, py::arg("num_instances") = 1, py::arg("model_name") = "model")
+      .def("run", &PyModel::Run, py::arg("inputs"), py::arg("stream") = 0,
+           "Runs on `stream` (cudaStream_t as int). Inputs: DLPack capsules; returns DLPack capsules.")
+      .def_property_readonly("input_names", [](const PyModel& s) { return s.model().input_names(); })
+      .def_property_readonly("output_names", [](const PyModel& s) { return s.model().output_names(); })
+      .def_property_readonly("in_spec", [](const PyModel& s) { return s.model().in_spec(); })
+      .def_property_readonly("out_spec", [](const PyModel& s) { return s.model().out_spec(); })
+      .def_property_readonly("device_index", [](const PyModel& s) { return s.model().device_index(); })
+      .def_property_readonly("metadata", [](const PyModel& s) { return s.model().package().metadata; })
+      .def_property_readonly("package_path", [](const PyModel& s) { return s.model().package().path; });
+
+  m.def("live_tensor_count", [] { return aotirt_live_tensor_count(); });
+  m.def("last_shim_error", [] { return std::string(aotirt_last_error()); });
+  m.def("shims_version", [] { return std::string(aotirt_shims_version()); });
+  m.def("add_cublaslt_search_dir", [](const std::string& dir) {
+    if (&aotirt::gemm::AddCublasLtSearchDir) aotirt::gemm::AddCublasLtSearchDir(dir);
+  });
+}

@@ -1,0 +1,247 @@
+// Loading and running one compiled model: the wrapper .so is loaded from memory (memfd) with RTLD_NOW, so a shim
+// the library lacks is an error naming the symbol at load time, never a crash at first call.
+#include <cuda_runtime.h>
+#include <dlfcn.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <mutex>
+
+#include "backends/cuda/runtime/runtime.h"
+
+namespace aotirt {
+
+using Handle = void*;
+using Err = int32_t;  // AOTIRuntimeError: 0 = success
+
+struct Model::Api {
+  Err (*create)(Handle*, size_t, const char*, const char*) = nullptr;
+  Err (*destroy)(Handle) = nullptr;
+  Err (*run)(Handle, AtenTensorHandle*, size_t, AtenTensorHandle*, size_t, Handle, Handle) = nullptr;
+  Err (*num_inputs)(Handle, size_t*) = nullptr;
+  Err (*input_name)(Handle, size_t, const char**) = nullptr;
+  Err (*num_outputs)(Handle, size_t*) = nullptr;
+  Err (*output_name)(Handle, size_t, const char**) = nullptr;
+  Err (*num_constants)(Handle, size_t*) = nullptr;
+  Err (*blob_size)(Handle, uint64_t*) = nullptr;
+  Err (*update_from_blob)(Handle, const uint8_t*) = nullptr;
+  Err (*call_spec)(Handle, const char**, const char**) = nullptr;
+};
+
+namespace {
+
+// The wrapper resolves aoti_torch_* and cudaMalloc & co. from the process's global scope. Python loads extension
+// modules RTLD_LOCAL, so the shim library and cudart (our dependencies) may be loaded but not global: promote them.
+void PromoteToGlobal(const void* symbol_in_library, const char* what) {
+  Dl_info info;
+  if (dladdr(symbol_in_library, &info) == 0 || info.dli_fname == nullptr)
+    throw RuntimeError(std::string("cannot locate the loaded ") + what + " library");
+  void* h = dlopen(info.dli_fname, RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD);
+  if (h == nullptr) throw RuntimeError(std::string("cannot make ") + info.dli_fname + " global: " + dlerror());
+  // Keep the reference: these stay loaded for the process anyway.
+}
+
+void PromoteDependencies() {
+  static std::once_flag once;
+  static std::string error;
+  std::call_once(once, [] {
+    try {
+      PromoteToGlobal(reinterpret_cast<const void*>(&aoti_torch_empty_strided), "shim");
+      PromoteToGlobal(reinterpret_cast<const void*>(static_cast<cudaError_t (*)(void**, size_t)>(&cudaMalloc)),
+                      "CUDA runtime");
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  });
+  if (!error.empty()) throw RuntimeError(error);
+}
+
+std::string Explain(const std::string& pkg, const char* dlerr) {
+  std::string msg = dlerr ? dlerr : "unknown dlopen error";
+  const std::string key = "undefined symbol: ";
+  auto pos = msg.find(key);
+  if (pos != std::string::npos) {
+    std::string sym = msg.substr(pos + key.size());
+    auto end = sym.find_first_of(" \t\n,");
+    if (end != std::string::npos) sym = sym.substr(0, end);
+    return "package '" + pkg + "': its wrapper library needs shim '" + sym +
+           "', which libaoti_cuda_shims does not provide (the model calls an operator this runtime has no shim "
+           "for; recompile it so Inductor generates a kernel instead, or use a newer runtime)";
+  }
+  return "package '" + pkg + "': cannot load its wrapper library: " + msg;
+}
+
+template <typename F>
+void Resolve(void* lib, const char* name, F* fn, const std::string& pkg, bool required = true) {
+  *fn = reinterpret_cast<F>(dlsym(lib, name));
+  if (*fn == nullptr && required)
+    throw RuntimeError("package '" + pkg + "': wrapper library does not export " + name +
+                       " (not an AOTInductor model library, or an incompatible torch version)");
+}
+
+std::string ShimTail() {
+  std::string e = aotirt_last_error();
+  return e.empty() ? std::string(" (the wrapper printed details on stderr)") : "; last shim error: " + e;
+}
+
+}  // namespace
+
+std::shared_ptr<Model> Model::Load(const std::string& package_path, const ModelOptions& options) {
+  if (options.num_instances < 1) throw RuntimeError("num_instances must be >= 1");
+  if (options.device_index < 0) throw RuntimeError("device_index must be >= 0");
+  std::shared_ptr<Model> m(new Model());
+  m->options_ = options;
+  m->package_ = Package::Open(package_path, options.model_name);
+  const PackageContents& c = m->package_->contents();
+  auto dev_key = c.metadata.find("AOTI_DEVICE_KEY");
+  if (dev_key != c.metadata.end() && dev_key->second != "cuda")
+    throw RuntimeError("package '" + package_path + "' was compiled for device '" + dev_key->second +
+                       "'; this runtime runs CUDA packages (compile with device cuda)");
+
+  int count = 0;
+  cudaError_t cerr = cudaGetDeviceCount(&count);
+  if (cerr != cudaSuccess) {
+    (void)cudaGetLastError();
+    throw RuntimeError(std::string("no usable CUDA device to load '") + package_path + "' on: " +
+                       cudaGetErrorName(cerr) + " (" + cudaGetErrorString(cerr) + ")");
+  }
+  if (options.device_index >= count)
+    throw RuntimeError("device cuda:" + std::to_string(options.device_index) + " does not exist (" +
+                       std::to_string(count) + " visible)");
+
+  PromoteDependencies();
+  // Load the wrapper from memory: no temp files to clean up, and each Model gets its own copy of the library's
+  // globals, so several instances of one package can live in a process.
+  std::vector<uint8_t> so = m->package_->Read(c.wrapper_entry);
+  m->memfd_ = memfd_create("aotirt_wrapper", MFD_CLOEXEC);
+  if (m->memfd_ < 0) throw RuntimeError(std::string("memfd_create failed: ") + std::strerror(errno));
+  size_t off = 0;
+  while (off < so.size()) {
+    ssize_t n = write(m->memfd_, so.data() + off, so.size() - off);
+    if (n <= 0) throw RuntimeError(std::string("writing the wrapper library to memory failed: ") + std::strerror(errno));
+    off += static_cast<size_t>(n);
+  }
+  std::string fd_path = "/proc/self/fd/" + std::to_string(m->memfd_);
+  m->library_ = dlopen(fd_path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (m->library_ == nullptr) throw RuntimeError(Explain(package_path, dlerror()));
+
+  m->api_ = std::make_unique<Api>();
+  Api& a = *m->api_;
+  Resolve(m->library_, "AOTInductorModelContainerCreateWithDevice", &a.create, package_path);
+  Resolve(m->library_, "AOTInductorModelContainerDelete", &a.destroy, package_path);
+  Resolve(m->library_, "AOTInductorModelContainerRun", &a.run, package_path);
+  Resolve(m->library_, "AOTInductorModelContainerGetNumInputs", &a.num_inputs, package_path);
+  Resolve(m->library_, "AOTInductorModelContainerGetInputName", &a.input_name, package_path);
+  Resolve(m->library_, "AOTInductorModelContainerGetNumOutputs", &a.num_outputs, package_path);
+  Resolve(m->library_, "AOTInductorModelContainerGetOutputName", &a.output_name, package_path);
+  Resolve(m->library_, "AOTInductorModelContainerGetNumConstants", &a.num_constants, package_path);
+  Resolve(m->library_, "AOTInductorModelContainerGetConstantsBlobSize", &a.blob_size, package_path, false);
+  Resolve(m->library_, "AOTInductorModelUpdateConstantsFromBlob", &a.update_from_blob, package_path);
+  Resolve(m->library_, "AOTInductorModelContainerGetCallSpec", &a.call_spec, package_path, false);
+
+  // Container creation and constant upload allocate on the current device: pin it for the duration.
+  int prev_device = 0;
+  (void)cudaGetDevice(&prev_device);
+  (void)cudaSetDevice(options.device_index);
+  struct Restore {
+    int d;
+    ~Restore() { (void)cudaSetDevice(d); }
+  } restore{prev_device};
+
+  std::string device = "cuda:" + std::to_string(options.device_index);
+  aotirt_clear_last_error();
+  if (a.create(&m->container_, static_cast<size_t>(options.num_instances), device.c_str(), nullptr) != 0)
+    throw RuntimeError("package '" + package_path + "': creating the model container on " + device + " failed" +
+                       ShimTail());
+  size_t n = 0;
+  a.num_inputs(m->container_, &n);
+  for (size_t i = 0; i < n; ++i) {
+    const char* name = nullptr;
+    a.input_name(m->container_, i, &name);
+    m->input_names_.emplace_back(name ? name : "");
+  }
+  a.num_outputs(m->container_, &n);
+  for (size_t i = 0; i < n; ++i) {
+    const char* name = nullptr;
+    a.output_name(m->container_, i, &name);
+    m->output_names_.emplace_back(name ? name : "");
+  }
+  if (a.call_spec) {
+    const char *in = nullptr, *out = nullptr;
+    if (a.call_spec(m->container_, &in, &out) == 0) {
+      m->in_spec_ = in ? in : "";
+      m->out_spec_ = out ? out : "";
+    }
+  }
+
+  size_t num_constants = 0;
+  a.num_constants(m->container_, &num_constants);
+  if (num_constants > 0) {
+    if (c.weights_entry.empty())
+      throw RuntimeError("package '" + package_path + "': the model has " + std::to_string(num_constants) +
+                         " constants but the package carries no weights blob (compile with "
+                         "package_constants_in_so=False and package_constants_on_disk_format='binary_blob')");
+    std::vector<uint8_t> blob = m->package_->Read(c.weights_entry);
+    uint64_t expected = 0;
+    if (a.blob_size && a.blob_size(m->container_, &expected) == 0 && expected != 0 && expected != blob.size())
+      throw RuntimeError("package '" + package_path + "': weights blob '" + c.weights_entry + "' has " +
+                         std::to_string(blob.size()) + " bytes, the model expects " + std::to_string(expected));
+    aotirt_clear_last_error();
+    if (a.update_from_blob(m->container_, blob.data()) != 0)
+      throw RuntimeError("package '" + package_path + "': uploading " + std::to_string(num_constants) +
+                         " constants to " + device + " failed" + ShimTail());
+    // The upload copies synchronously (cudaMemcpy); the host blob can go now.
+  }
+  return m;
+}
+
+Model::~Model() {
+  if (container_ && api_ && api_->destroy) {
+    int prev = 0;
+    (void)cudaGetDevice(&prev);
+    (void)cudaSetDevice(options_.device_index);
+    api_->destroy(container_);
+    (void)cudaSetDevice(prev);
+  }
+  if (library_) dlclose(library_);
+  if (memfd_ >= 0) close(memfd_);
+}
+
+std::vector<AtenTensorHandle> Model::Run(const std::vector<AtenTensorHandle>& inputs, void* stream) {
+  const std::string& pkg = package_->contents().path;
+  if (inputs.size() != input_names_.size())
+    throw RuntimeError("package '" + pkg + "' takes " + std::to_string(input_names_.size()) + " inputs, got " +
+                       std::to_string(inputs.size()));
+  // The container steals its input handles: hand it new handles that alias the caller's tensors.
+  std::vector<AtenTensorHandle> stolen(inputs.size(), nullptr);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    int32_t dev_type = -1, dev_index = -1;
+    CheckShim(aoti_torch_get_device_type(inputs[i], &dev_type), "input " + std::to_string(i));
+    CheckShim(aoti_torch_get_device_index(inputs[i], &dev_index), "input " + std::to_string(i));
+    if (dev_type != aoti_torch_device_type_cuda() || dev_index != options_.device_index) {
+      for (auto h : stolen)
+        if (h) aoti_torch_delete_tensor_object(h);
+      throw RuntimeError("input " + std::to_string(i) + " (" + input_names_[i] + ") is on " +
+                         (dev_type == aoti_torch_device_type_cuda() ? "cuda:" + std::to_string(dev_index)
+                                                                    : std::string("cpu")) +
+                         ", the model runs on cuda:" + std::to_string(options_.device_index));
+    }
+    CheckShim(aoti_torch_new_tensor_handle(inputs[i], &stolen[i]), "input " + std::to_string(i));
+  }
+  std::vector<AtenTensorHandle> outputs(output_names_.size(), nullptr);
+  int prev = 0;
+  (void)cudaGetDevice(&prev);
+  if (prev != options_.device_index) (void)cudaSetDevice(options_.device_index);
+  aotirt_clear_last_error();
+  Err err = api_->run(container_, stolen.data(), stolen.size(), outputs.data(), outputs.size(), stream, nullptr);
+  if (prev != options_.device_index) (void)cudaSetDevice(prev);
+  if (err != 0) {
+    for (auto h : outputs)
+      if (h) aoti_torch_delete_tensor_object(h);
+    throw RuntimeError("package '" + pkg + "': run failed" + ShimTail());
+  }
+  return outputs;
+}
+
+}  // namespace aotirt

@@ -1,0 +1,95 @@
+// The libtorch-free AOTInductor runtime: opens a .pt2 package, loads its wrapper library against our shims, uploads
+// the constants and runs the model container on a caller-given stream. Errors are aotirt::RuntimeError with a
+// message that says what was wrong and where (package path, entry, symbol).
+#ifndef AOTIRT_BACKENDS_CUDA_RUNTIME_RUNTIME_H_
+#define AOTIRT_BACKENDS_CUDA_RUNTIME_RUNTIME_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "shims/include/aotirt/shim.h"
+
+namespace aotirt {
+
+class RuntimeError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// What a .pt2 holds for one compiled model.
+struct PackageContents {
+  std::string path;                              // the .pt2 file
+  std::string model_name;                        // e.g. "model"
+  std::string wrapper_entry;                     // zip entry of the wrapper .so
+  std::string weights_entry;                     // zip entry of the constants blob ("" if none)
+  std::map<std::string, std::string> metadata;   // *_metadata.json of the wrapper (AOTI_DEVICE_KEY, ...)
+  std::vector<std::string> entries;              // every entry of the archive
+};
+
+class Package {
+ public:
+  // Reads the archive directory; throws RuntimeError for a missing, unreadable or non-AOTInductor file.
+  static std::shared_ptr<Package> Open(const std::string& path, const std::string& model_name = "model");
+  const PackageContents& contents() const { return contents_; }
+  // Whole entry as bytes (throws if absent or corrupt).
+  std::vector<uint8_t> Read(const std::string& entry) const;
+
+ private:
+  PackageContents contents_;
+};
+
+struct ModelOptions {
+  int32_t device_index = 0;
+  // Model instances in the container: that many Run() calls may execute concurrently.
+  int32_t num_instances = 1;
+  std::string model_name = "model";
+};
+
+class Model {
+ public:
+  static std::shared_ptr<Model> Load(const std::string& package_path, const ModelOptions& options = {});
+  ~Model();
+
+  const std::vector<std::string>& input_names() const { return input_names_; }
+  const std::vector<std::string>& output_names() const { return output_names_; }
+  size_t num_inputs() const { return input_names_.size(); }
+  size_t num_outputs() const { return output_names_.size(); }
+  int32_t device_index() const { return options_.device_index; }
+  const PackageContents& package() const { return package_->contents(); }
+  // The pytree specs Inductor recorded (JSON strings; "" if the package has none).
+  const std::string& in_spec() const { return in_spec_; }
+  const std::string& out_spec() const { return out_spec_; }
+
+  // Runs on `stream` (a cudaStream_t; nullptr = the legacy default stream) of this model's device.
+  // inputs: borrowed (the caller keeps its handles). Returns new references the caller must delete (or wrap in
+  // TensorPtr). Thread-safe; up to num_instances calls run at once.
+  std::vector<AtenTensorHandle> Run(const std::vector<AtenTensorHandle>& inputs, void* stream);
+
+ private:
+  Model() = default;
+  struct Api;
+  std::shared_ptr<Package> package_;
+  ModelOptions options_;
+  void* library_ = nullptr;       // dlopen handle of the wrapper .so
+  int memfd_ = -1;
+  std::unique_ptr<Api> api_;
+  void* container_ = nullptr;     // AOTInductorModelContainerHandle
+  std::vector<std::string> input_names_, output_names_;
+  std::string in_spec_, out_spec_;
+};
+
+// Owning handle: deletes the tensor object on destruction.
+struct TensorDeleter {
+  void operator()(AtenTensorOpaque* t) const { (void)aoti_torch_delete_tensor_object(t); }
+};
+using TensorPtr = std::unique_ptr<AtenTensorOpaque, TensorDeleter>;
+
+// Throws RuntimeError(what + the shims' last error) when err != 0.
+void CheckShim(AOTITorchError err, const std::string& what);
+
+}  // namespace aotirt
+#endif  // AOTIRT_BACKENDS_CUDA_RUNTIME_RUNTIME_H_
