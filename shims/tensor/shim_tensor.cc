@@ -2,6 +2,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 
 #include "shims/cuda/device.h"
 #include "shims/tensor/tensor.h"
@@ -37,6 +38,34 @@ Tensor* NewTensorOnDevice(const char* fn, int64_t ndim, const int64_t* sizes, co
   return aotirt::gpu::NewDeviceTensor(fn, device_index, dt, std::move(sz), std::move(st));
 }
 
+Tensor* NewBlobTensor(const char* fn, void* data, int64_t ndim, const int64_t* sizes_ptr, const int64_t* strides_ptr,
+                      int64_t storage_offset, int32_t dtype, int32_t device_type, int32_t device_index,
+                      int32_t layout, int64_t opaque_metadata_size) {
+  DType dt = aotirt::CheckedDType(fn, dtype);
+  AOTIRT_CHECK(layout == aotirt::kLayoutStrided, fn, "only the strided layout (0) is supported, got ", layout);
+  AOTIRT_CHECK(opaque_metadata_size == 0, fn, "opaque metadata (MKLDNN tensors) is not supported");
+  AOTIRT_CHECK(storage_offset >= 0, fn, "storage_offset is negative (", storage_offset, ")");
+  AOTIRT_CHECK(device_type == aotirt::kDeviceCPU || device_type == aotirt::kDeviceCUDA, fn,
+               "unsupported device type ", device_type, " (cpu=0, cuda=1)");
+  AOTIRT_CHECK(device_index >= 0, fn, "device index is negative (", device_index, ")");
+  int64_t elems = aotirt::RequiredStorageElements(fn, ndim, sizes_ptr, strides_ptr);
+  AOTIRT_CHECK(data != nullptr || elems == 0, fn, "data is null for a non-empty tensor");
+  int64_t nbytes = 0;
+  if (elems) {
+    AOTIRT_CHECK(!__builtin_add_overflow(storage_offset, elems, &nbytes) &&
+                     !__builtin_mul_overflow(nbytes, aotirt::ElementSize(dt), &nbytes),
+                 fn, "storage_offset ", storage_offset, " plus the tensor's extent overflows int64 bytes");
+  }
+  auto storage = std::make_shared<Storage>();
+  storage->data = data;
+  storage->borrowed = true;  // the creator owns the memory and knows its size
+  storage->nbytes = nbytes;
+  storage->device_type = device_type;
+  storage->device_index = device_type == aotirt::kDeviceCPU ? 0 : device_index;
+  return new Tensor(std::move(storage), std::vector<int64_t>(sizes_ptr, sizes_ptr + ndim),
+                    std::vector<int64_t>(strides_ptr, strides_ptr + ndim), storage_offset, dt);
+}
+
 Tensor* MakeView(const char* fn, Tensor* base, int64_t ndim, const int64_t* sizes, const int64_t* strides,
                  int64_t storage_offset) {
   AOTIRT_CHECK(storage_offset >= 0, fn, "storage_offset is negative (", storage_offset, ")");
@@ -44,7 +73,10 @@ Tensor* MakeView(const char* fn, Tensor* base, int64_t ndim, const int64_t* size
   const auto& storage = base->storage();
   // Views of owned storage must stay inside it; borrowed blobs have an unknown size and are trusted.
   if (!storage->borrowed && elems > 0) {
-    int64_t end_bytes = (storage_offset + elems) * base->element_size();
+    int64_t end_bytes = 0;
+    AOTIRT_CHECK(!__builtin_add_overflow(storage_offset, elems, &end_bytes) &&
+                     !__builtin_mul_overflow(end_bytes, base->element_size(), &end_bytes),
+                 fn, "storage_offset ", storage_offset, " plus the view's extent overflows int64 bytes");
     AOTIRT_CHECK(end_bytes <= storage->nbytes, fn, "view needs ", end_bytes, " bytes but the storage of ",
                  base->Describe(), " has ", storage->nbytes);
   }
@@ -135,26 +167,11 @@ AOTIRT_EXPORT AOTITorchError aoti_torch_create_tensor_from_blob_v2(
     void* data, int64_t ndim, const int64_t* sizes_ptr, const int64_t* strides_ptr, int64_t storage_offset,
     int32_t dtype, int32_t device_type, int32_t device_index, AtenTensorHandle* ret, int32_t layout,
     const uint8_t* /*opaque_metadata*/, int64_t opaque_metadata_size) {
-  static const char* fn = "aoti_torch_create_tensor_from_blob";
+  static const char* fn = "aoti_torch_create_tensor_from_blob_v2";
   AOTIRT_SHIM_BOUNDARY(fn, {
     AOTIRT_CHECK(ret != nullptr, fn, "ret is null");
-    DType dt = aotirt::CheckedDType(fn, dtype);
-    AOTIRT_CHECK(layout == aotirt::kLayoutStrided, fn, "only the strided layout (0) is supported, got ", layout);
-    AOTIRT_CHECK(opaque_metadata_size == 0, fn, "opaque metadata (MKLDNN tensors) is not supported");
-    AOTIRT_CHECK(storage_offset >= 0, fn, "storage_offset is negative (", storage_offset, ")");
-    AOTIRT_CHECK(device_type == aotirt::kDeviceCPU || device_type == aotirt::kDeviceCUDA, fn,
-                 "unsupported device type ", device_type, " (cpu=0, cuda=1)");
-    AOTIRT_CHECK(device_index >= 0, fn, "device index is negative (", device_index, ")");
-    int64_t elems = aotirt::RequiredStorageElements(fn, ndim, sizes_ptr, strides_ptr);
-    AOTIRT_CHECK(data != nullptr || elems == 0, fn, "data is null for a non-empty tensor");
-    auto storage = std::make_shared<Storage>();
-    storage->data = data;
-    storage->borrowed = true;  // the creator owns the memory and knows its size
-    storage->nbytes = elems ? (storage_offset + elems) * aotirt::ElementSize(dt) : 0;
-    storage->device_type = device_type;
-    storage->device_index = device_type == aotirt::kDeviceCPU ? 0 : device_index;
-    *ret = ToHandle(new Tensor(std::move(storage), std::vector<int64_t>(sizes_ptr, sizes_ptr + ndim),
-                               std::vector<int64_t>(strides_ptr, strides_ptr + ndim), storage_offset, dt));
+    *ret = ToHandle(NewBlobTensor(fn, data, ndim, sizes_ptr, strides_ptr, storage_offset, dtype, device_type,
+                                  device_index, layout, opaque_metadata_size));
   })
 }
 
@@ -162,8 +179,12 @@ AOTIRT_EXPORT AOTITorchError aoti_torch_create_tensor_from_blob(void* data, int6
                                                                 const int64_t* strides_ptr, int64_t storage_offset,
                                                                 int32_t dtype, int32_t device_type,
                                                                 int32_t device_index, AtenTensorHandle* ret) {
-  return aoti_torch_create_tensor_from_blob_v2(data, ndim, sizes_ptr, strides_ptr, storage_offset, dtype,
-                                               device_type, device_index, ret, aotirt::kLayoutStrided, nullptr, 0);
+  static const char* fn = "aoti_torch_create_tensor_from_blob";
+  AOTIRT_SHIM_BOUNDARY(fn, {
+    AOTIRT_CHECK(ret != nullptr, fn, "ret is null");
+    *ret = ToHandle(NewBlobTensor(fn, data, ndim, sizes_ptr, strides_ptr, storage_offset, dtype, device_type,
+                                  device_index, aotirt::kLayoutStrided, 0));
+  })
 }
 
 AOTIRT_EXPORT AOTITorchError aoti_torch__reinterpret_tensor(AtenTensorHandle self, int64_t ndim,
@@ -218,14 +239,15 @@ AOTIRT_EXPORT AOTITorchError aotirt_create_tensor_from_blob_with_deleter(
     void* data, int64_t ndim, const int64_t* sizes_ptr, const int64_t* strides_ptr, int64_t storage_offset,
     int32_t dtype, int32_t device_type, int32_t device_index, AotirtDeleter deleter, void* context,
     AtenTensorHandle* ret) {
-  AOTITorchError err = aoti_torch_create_tensor_from_blob_v2(data, ndim, sizes_ptr, strides_ptr, storage_offset,
-                                                            dtype, device_type, device_index, ret,
-                                                            aotirt::kLayoutStrided, nullptr, 0);
-  if (err != AOTI_TORCH_SUCCESS || deleter == nullptr) return err;
-  auto* t = reinterpret_cast<Tensor*>(*ret);
-  // Runs exactly once, also for an empty tensor whose data is null.
-  t->storage()->deleter = [deleter, context](void*) { deleter(context); };
-  return AOTI_TORCH_SUCCESS;
+  static const char* fn = "aotirt_create_tensor_from_blob_with_deleter";
+  AOTIRT_SHIM_BOUNDARY(fn, {
+    AOTIRT_CHECK(ret != nullptr, fn, "ret is null");
+    std::unique_ptr<Tensor> t(NewBlobTensor(fn, data, ndim, sizes_ptr, strides_ptr, storage_offset, dtype,
+                                            device_type, device_index, aotirt::kLayoutStrided, 0));
+    // Runs exactly once, also for an empty tensor whose data is null.
+    if (deleter != nullptr) t->storage()->deleter = [deleter, context](void*) { deleter(context); };
+    *ret = ToHandle(t.release());
+  })
 }
 
 }  // extern "C"

@@ -29,10 +29,12 @@ int64_t Tensor::numel() const {
 }
 
 bool Tensor::is_contiguous() const {
+  // As torch: an empty tensor is contiguous whatever its strides (a size-0 dim anywhere, not only innermost).
+  for (int64_t s : sizes_)
+    if (s == 0) return true;
   int64_t expected = 1;
   for (int64_t d = dim() - 1; d >= 0; --d) {
     if (sizes_[d] == 1) continue;
-    if (sizes_[d] == 0) return true;
     if (strides_[d] != expected) return false;
     expected *= sizes_[d];
   }
@@ -70,6 +72,11 @@ int64_t RequiredStorageElements(const char* fn, int64_t ndim, const int64_t* siz
     AOTIRT_CHECK(sizes[d] >= 0, fn, "size of dim ", d, " is negative (", sizes[d], ")");
     AOTIRT_CHECK(strides[d] >= 0, fn, "stride of dim ", d, " is negative (", strides[d], ")");
     if (sizes[d] == 0) return 0;
+  }
+  // numel itself must fit too (stride-0 dims reach few elements but still count): as torch's safe_compute_numel.
+  int64_t numel = 1;
+  for (int64_t d = 0; d < ndim; ++d) {
+    AOTIRT_CHECK(!__builtin_mul_overflow(numel, sizes[d], &numel), fn, "number of elements overflows int64");
   }
   for (int64_t d = 0; d < ndim; ++d) {
     int64_t term = 0;

@@ -1,6 +1,6 @@
 // aotirt_run: runs an AOTInductor package on our runtime (no libtorch) from the command line.
 //   aotirt_run --package model.pt2 --inputs in.safetensors [--outputs out.safetensors]
-//              [--device 0] [--warmup 3] [--iters 20]
+//              [--device 0] [--warmup 3] [--iters 20] [--check-no-libtorch]
 // Inputs are taken in numeric-name order ("0", "1", ...) or file order; outputs are written as "0".."n-1".
 #include <cuda_runtime.h>
 
@@ -19,7 +19,24 @@ namespace {
 struct Args {
   std::string package, inputs, outputs;
   int device = 0, warmup = 3, iters = 20;
+  bool check_no_libtorch = false;
 };
+
+// The first libtorch/libc10 library mapped into this process, or "" (the point of this runtime is that there is none).
+std::string MappedLibtorch() {
+  std::FILE* f = std::fopen("/proc/self/maps", "r");
+  if (!f) return "";
+  char line[4096];
+  std::string found;
+  while (found.empty() && std::fgets(line, sizeof(line), f)) {
+    std::string l(line);
+    if (l.find("libtorch") != std::string::npos || l.find("libc10") != std::string::npos)
+      found = l.substr(l.find('/') == std::string::npos ? 0 : l.find('/'));
+  }
+  std::fclose(f);
+  while (!found.empty() && (found.back() == '\n')) found.pop_back();
+  return found;
+}
 
 [[noreturn]] void Usage(const std::string& err) {
   std::fprintf(stderr,
@@ -54,6 +71,7 @@ Args Parse(int argc, char** argv) {
     else if (k == "--device") a.device = ParseInt(k, val());
     else if (k == "--warmup") a.warmup = ParseInt(k, val());
     else if (k == "--iters") a.iters = ParseInt(k, val());
+    else if (k == "--check-no-libtorch") a.check_no_libtorch = true;
     else if (k == "-h" || k == "--help") Usage("help requested");
     else Usage("unknown argument '" + k + "'");
   }
@@ -173,6 +191,9 @@ int main(int argc, char** argv) {
     outs.clear();
     cudaStreamSynchronize(stream);
     cudaStreamDestroy(stream);
+    std::string lib = MappedLibtorch();
+    std::printf("libtorch mapped: %s\n", lib.empty() ? "no" : ("yes: " + lib).c_str());
+    if (args.check_no_libtorch && !lib.empty()) return 1;
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());

@@ -1,0 +1,96 @@
+"""Per-call latency of the demo model on the aotirt runtime vs the same Inductor options under torch.compile.
+
+Runs on a GPU machine (tools/gpu/run.sh bench). Both sides are timed the same way: N back-to-back calls between two
+CUDA events (no graphs), median of 5 repeats; then, where capture works, CUDA-graph replays of each. Target:
+aotirt <= 1.02 x torch.compile. Writes results/runtime.json (or --out DIR/runtime.json).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+
+def per_call_ms(fn, torch, iters=100, repeats=5):
+    for _ in range(10):
+        fn()
+    torch.cuda.synchronize()
+    vals = []
+    for _ in range(repeats):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        for _ in range(iters):
+            fn()
+        e.record()
+        e.synchronize()
+        vals.append(s.elapsed_time(e) / iters)
+    return statistics.median(vals)
+
+
+def graph_ms(fn, torch, iters=100):
+    """CUDA-graph replay time per call, or None with the reason when capture fails."""
+    try:
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            for _ in range(3):
+                fn()
+        torch.cuda.current_stream().wait_stream(s)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g, capture_error_mode="thread_local"):
+            fn()
+        return per_call_ms(g.replay, torch, iters), ""
+    except Exception as e:  # noqa: BLE001
+        torch.cuda.synchronize()
+        return None, f"{type(e).__name__}: {str(e)[:200]}"
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"))
+    ap.add_argument("--blocks", type=int, default=2)
+    a = ap.parse_args(argv)
+    import torch
+
+    import aotirt
+    from aotirt import demo, specs
+    model = demo.siglip_like(num_blocks=a.blocks).to("cuda", torch.bfloat16)
+    (x,) = demo.example_inputs(model, dtype=torch.bfloat16)
+    opts = specs.inductor_options(specs.CompileOptions())
+    path = os.path.join(tempfile.mkdtemp(prefix="aotirt_bench_"), "demo.pt2")
+    aotirt.compile(model, (x,), path)
+    runner = aotirt.load(path)
+    tc_opts = {k: v for k, v in opts.items() if not k.startswith("aot_inductor.")}
+    with torch.no_grad(), torch.nn.attention.sdpa_kernel([torch.nn.attention.SDPBackend.MATH]):
+        compiled = torch.compile(model, options=tc_opts, fullgraph=True)
+        compiled(x)
+        rows = {}
+        rows["aotirt_ms"] = per_call_ms(lambda: runner(x), torch)
+        rows["torch_compile_ms"] = per_call_ms(lambda: compiled(x), torch)
+        rows["eager_ms"] = per_call_ms(lambda: model(x), torch)
+        rows["aotirt_graph_ms"], rows["aotirt_graph_note"] = graph_ms(lambda: runner(x), torch)
+        rows["torch_compile_graph_ms"], rows["torch_compile_graph_note"] = graph_ms(lambda: compiled(x), torch)
+    rows["ratio_aotirt_vs_torch_compile"] = rows["aotirt_ms"] / rows["torch_compile_ms"]
+    rows["target"] = "aotirt <= 1.02 x torch.compile (no graphs)"
+    rows["met"] = rows["ratio_aotirt_vs_torch_compile"] <= 1.02
+    commit = ""
+    try:
+        commit = open(os.path.join(os.environ.get("AOTIRT_BUNDLE", ""), "COMMIT")).read().strip()
+    except OSError:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    res = {"model": f"siglip_like x{a.blocks} bf16 T=256 batch 1", "gpu": torch.cuda.get_device_name(),
+           "torch": torch.__version__, "commit": commit, "inductor_options": {k: str(v) for k, v in opts.items()},
+           **rows}
+    os.makedirs(a.out, exist_ok=True)
+    with open(os.path.join(a.out, "runtime.json"), "w") as f:
+        json.dump(res, f, indent=1)
+    print(json.dumps(res, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,37 @@
+"""Shared fixtures for GPU tests: skip with a reason where there is no GPU, and compile each test model once."""
+import os
+import tempfile
+
+import pytest
+
+try:
+    import torch
+    HAVE_CUDA = torch.cuda.is_available()
+    WHY = "" if HAVE_CUDA else "torch sees no CUDA device"
+except Exception as e:  # torch missing or broken
+    torch = None
+    HAVE_CUDA = False
+    WHY = f"torch unavailable: {e}"
+
+requires_gpu = pytest.mark.skipif(not HAVE_CUDA, reason=f"gpu test skipped: {WHY}")
+
+_CACHE = {}
+_DIR = tempfile.mkdtemp(prefix="aotirt_gpu_tests_")
+
+
+def compiled(key, factory, example_inputs, **compile_kwargs):
+    """Compiles factory() once per key with aotirt.compile and returns (model, package_path)."""
+    if key not in _CACHE:
+        import aotirt
+        model = factory()
+        path = os.path.join(_DIR, key.replace("/", "_") + ".pt2")
+        aotirt.compile(model, example_inputs, path, **compile_kwargs)
+        _CACHE[key] = (model, path)
+    return _CACHE[key]
+
+
+TOL = {  # per-dtype tolerances against eager (same GPU): Inductor fuses and reorders, so bits differ.
+    "float32": dict(atol=2e-4, rtol=2e-4),
+    "float16": dict(atol=2e-2, rtol=2e-2),
+    "bfloat16": dict(atol=6e-2, rtol=6e-2),
+}

@@ -1,0 +1,36 @@
+"""Counts test cases in Bazel's JUnit XML files and prints the closing line "N passed, M failed, K skipped".
+Exit status: non-zero when any case or target failed (bazel_rc not 0)."""
+import glob
+import os
+import sys
+import xml.etree.ElementTree as ET
+
+
+def main(testlogs: str, bazel_rc: int) -> int:
+    passed = failed = skipped = 0
+    for xml in glob.glob(os.path.join(testlogs, "**", "test.xml"), recursive=True):
+        try:
+            root = ET.parse(xml).getroot()
+        except ET.ParseError:
+            failed += 1
+            continue
+        cases = root.iter("testcase")
+        n_here = 0
+        for case in cases:
+            n_here += 1
+            if case.find("failure") is not None or case.find("error") is not None:
+                failed += 1
+            elif case.find("skipped") is not None or case.get("result") == "skipped" or case.get("status") == "notrun":
+                skipped += 1
+            else:
+                passed += 1
+        if n_here == 0:  # a target with no case-level XML (e.g. sh_test): judged by its exit status file
+            pass
+    if bazel_rc != 0 and failed == 0:
+        failed = 1  # a target failed without case-level output (build error, crash, timeout)
+    print(f"{passed} passed, {failed} failed, {skipped} skipped")
+    return 0 if (bazel_rc == 0 and failed == 0) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1], int(sys.argv[2])))

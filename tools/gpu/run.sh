@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine (through the device tool), from the repo root with gpu_bundle/ carried:
+#   bash tools/gpu/run.sh [tests|bench|main|all]...
+# Writes logs and JSON under $OUT (default ./out) and a summary line per suite. No Bazel there.
+set -uo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "$ROOT"
+OUT="${OUT:-$ROOT/out}"
+mkdir -p "$OUT"
+B="$ROOT/gpu_bundle"
+export LD_LIBRARY_PATH="$B/lib:${LD_LIBRARY_PATH:-}"
+export PYTHONPATH="$B/python:$ROOT/tests/gpu:${PYTHONPATH:-}"
+export AOTIRT_SHIM_LIB="$B/lib/libaoti_cuda_shims.so"
+export AOTIRT_RUN="$B/bin/aotirt_run"
+export AOTIRT_BUNDLE="$B"
+export TORCHINDUCTOR_CACHE_DIR="${TORCHINDUCTOR_CACHE_DIR:-/tmp/aotirt_inductor_cache}"
+PY="${PYTHON:-python3}"
+SUITES=("$@"); [[ ${#SUITES[@]} -eq 0 ]] && SUITES=(all)
+summary="$OUT/summary.txt"; : > "$summary"
+echo "commit $(cat "$B/COMMIT" 2>/dev/null) on $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null)" | tee -a "$summary"
+
+run_cc_tests() {
+  local pass=0 fail=0
+  for t in "$B"/bin/*_test* "$B"/bin/*test_*; do
+    [[ -x "$t" ]] || continue
+    local name; name="$(basename "$t")"
+    if "$t" --gtest_brief=1 > "$OUT/cc_$name.log" 2>&1; then pass=$((pass+1)); else fail=$((fail+1)); echo "FAILED: $name" | tee -a "$summary"; tail -30 "$OUT/cc_$name.log"; fi
+    grep -E "^\[  (PASSED|FAILED|SKIPPED)" "$OUT/cc_$name.log" | sed "s/^/  $name: /" >> "$summary"
+  done
+  echo "cc gpu tests: $pass passed, $fail failed" | tee -a "$summary"
+}
+
+run_py_tests() {
+  $PY -m pytest -q -rs -p no:cacheprovider tests/gpu "$@" --junitxml="$OUT/pytest_gpu.xml" 2>&1 | tee "$OUT/pytest_gpu.log" | tail -40
+  tail -1 "$OUT/pytest_gpu.log" | sed 's/^/pytest gpu: /' >> "$summary"
+}
+
+for s in "${SUITES[@]}"; do
+  case "$s" in
+    tests|all) run_cc_tests; run_py_tests ;;&
+    cc) run_cc_tests ;;
+    py) run_py_tests ;;
+    main|all) $PY -m aotirt.demo_main --out "$OUT/main.json" 2>&1 | tail -20 | tee "$OUT/main.log" ;;&
+    bench|all)
+      for b in benchmarks/runtime.py benchmarks/gemm.py; do
+        [[ -f "$b" ]] && $PY "$b" --out "$OUT" 2>&1 | tail -60 | tee "$OUT/$(basename "$b" .py).log"
+      done ;;
+  esac
+done
+cat "$summary"
