@@ -3,13 +3,14 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import json
 import os
 import sys
 import time
 from typing import Any, Mapping, Sequence
 
 from aotirt.errors import LoweringError, SpecError
-from aotirt.specs import CompileOptions, inductor_options
+from aotirt.specs import METADATA_KEY, CompileOptions, inductor_options
 
 log = logging.getLogger("aotirt")
 
@@ -88,6 +89,29 @@ def _lowering_context(torch, opts: CompileOptions, device_index: int | None):
         torch.set_float32_matmul_precision(previous)
 
 
+# c10 dtype codes (what the shims and the runtime use).
+_C10_CODES = {"uint8": 0, "int8": 1, "int16": 2, "int32": 3, "int64": 4, "float16": 5, "float32": 6, "float64": 7,
+              "bool": 11, "bfloat16": 15}
+
+
+def input_specs_json(torch, ep) -> str:
+    """JSON list of {dtype, shape, strides} per user input (-1 for symbolic sizes/strides), recorded in the package
+    metadata as "aotirt_inputs": the generated code trusts its inputs, so the runtime checks them against this."""
+    user_inputs = set(ep.graph_signature.user_inputs)
+    specs = []
+    for node in ep.graph.nodes:
+        if node.op != "placeholder" or node.name not in user_inputs:
+            continue
+        val = node.meta.get("val")
+        if not isinstance(val, torch.Tensor):
+            specs.append({"dtype": -1, "shape": [], "strides": []})
+            continue
+        as_int = lambda v: int(v) if isinstance(v, int) else -1  # noqa: E731 (SymInt -> dynamic)
+        specs.append({"dtype": _C10_CODES.get(str(val.dtype).replace("torch.", ""), -1),
+                      "shape": [as_int(d) for d in val.shape], "strides": [as_int(d) for d in val.stride()]})
+    return json.dumps(specs)
+
+
 def compile(model_or_exported_program: Any, example_inputs: Sequence[Any], package_path: str | None = None, *,
             device: str = "cuda", options: CompileOptions | None = None,
             inductor_configs: Mapping[str, Any] | None = None, dynamic_shapes: Any = None) -> str:
@@ -131,6 +155,8 @@ def compile(model_or_exported_program: Any, example_inputs: Sequence[Any], packa
             raise LoweringError(f"aotirt.compile takes a torch.nn.Module or torch.export.ExportedProgram, got "
                                 f"{type(model_or_exported_program).__name__}")
 
+        configs = dict(configs)
+        configs[METADATA_KEY] = {**configs.get(METADATA_KEY, {}), "aotirt_inputs": input_specs_json(torch, ep)}
         if package_path is not None:
             os.makedirs(os.path.dirname(os.path.abspath(package_path)), exist_ok=True)
         log.info("compiling with AOTInductor (max_autotune=%s, gemm backends %s); this can take minutes ...",

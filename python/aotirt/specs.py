@@ -30,6 +30,8 @@ FIXED_INDUCTOR_OPTIONS: Mapping[str, Any] = {
 }
 
 METADATA_KEY = "aot_inductor.metadata"
+# Inductor options that are also CompileOptions fields: given in inductor_configs they are validated the same way.
+_CHOSEN_FIELDS = ("max_autotune", "max_autotune_gemm_backends", "max_autotune_conv_backends")
 
 
 def _normalize_backends(value: Any, valid: tuple, field: str) -> str:
@@ -98,7 +100,8 @@ def inductor_options(opts: CompileOptions | None = None, extra: Mapping[str, Any
     """The Inductor options (`inductor_configs`) for `opts`, with the user's `extra` options merged on top.
 
     `extra` may add any Inductor option, and add "aot_inductor.metadata" entries (string values), but may not change
-    FIXED_INDUCTOR_OPTIONS or the "aotirt_*" metadata keys: SpecError says which and why.
+    FIXED_INDUCTOR_OPTIONS or the "aotirt_*" metadata keys: SpecError says which and why. max_autotune and the
+    backend lists given here override `opts` after the same validation as CompileOptions.
     """
     opts = CompileOptions() if opts is None else opts
     if not isinstance(opts, CompileOptions):
@@ -130,9 +133,9 @@ def inductor_options(opts: CompileOptions | None = None, extra: Mapping[str, Any
                 if mk in metadata:
                     raise SpecError(f"metadata key {mk!r} is set by aotirt; use another name")
             metadata.update(value)
-        elif key in ("max_autotune_gemm_backends", "max_autotune_conv_backends", "max_autotune"):
-            raise SpecError(f"set {key} through aotirt.CompileOptions({key}=...), not inductor_configs "
-                            f"(so it is validated)")
+        elif key in _CHOSEN_FIELDS:
+            # Same validation as CompileOptions (Inductor ignores unknown backend names silently).
+            out[key] = getattr(CompileOptions(**{key: value}), key)
         else:
             out[key] = value
     out[METADATA_KEY] = metadata

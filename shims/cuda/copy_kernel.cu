@@ -83,6 +83,9 @@ __global__ void StridedCopyKernel(CopyParams p) {
       }
     } else if (IsIntegral(p.src_dtype) && IsIntegral(p.dst_dtype)) {
       StoreInt(p.dst, di, p.dst_dtype, LoadInt(p.src, si, p.src_dtype));
+    } else if (IsIntegral(p.src_dtype) && p.dst_dtype != F64) {
+      // One rounding int -> float32 (half types then round from float32), as torch; via double rounds twice.
+      StoreFloat(p.dst, di, p.dst_dtype, static_cast<float>(LoadInt(p.src, si, p.src_dtype)));
     } else {
       StoreFloat(p.dst, di, p.dst_dtype, LoadFloat(p.src, si, p.src_dtype));
     }

@@ -133,6 +133,10 @@ void HostCopyStrided(const char* fn, Tensor& dst, const Tensor& src) {
   const char* sbase = static_cast<const char*>(src.data_ptr());
   const bool same = dst.dtype() == src.dtype();
   const bool ints = IsIntegralCode(dst.dtype()) && IsIntegralCode(src.dtype());
+  // torch converts an integer to float32 (and to half types through float32) with one rounding; going through
+  // double first rounds int64 values above 2^53 twice.
+  const bool int_to_float = IsIntegralCode(src.dtype()) && !IsIntegralCode(dst.dtype()) &&
+                            dst.dtype() != DType::kFloat64;
   std::vector<int64_t> idx(ds.size(), 0);
   for (int64_t linear = 0; linear < n; ++linear) {
     int64_t doff = 0, soff = 0;
@@ -146,6 +150,8 @@ void HostCopyStrided(const char* fn, Tensor& dst, const Tensor& src) {
       std::memcpy(dp, sp, static_cast<size_t>(de));
     } else if (ints) {
       StoreInt(dp, dst.dtype(), LoadInt(sp, src.dtype()));
+    } else if (int_to_float) {
+      StoreDouble(dp, dst.dtype(), static_cast<float>(LoadInt(sp, src.dtype())));
     } else {
       StoreDouble(dp, dst.dtype(), LoadDouble(sp, src.dtype()));
     }

@@ -178,7 +178,7 @@ def test_missing_shim_is_named_at_load():
 
     x = torch.randn(4, 33, device="cuda")
     # Inductor has no lowering for a stable sort, so the wrapper calls an aten fallback shim we do not have.
-    _, path = compiled("sorts", lambda: Sorts().cuda(), (x,), inductor_configs={"max_autotune": False})
+    _, path = compiled("sorts", lambda: Sorts().cuda(), (x,), options=aotirt.CompileOptions(max_autotune=False))
     with pytest.raises(aerrors.Error) as info:
         aotirt.load(path)
     msg = str(info.value)
@@ -217,8 +217,17 @@ def test_wrong_inputs_are_errors_not_crashes():
     with pytest.raises(Exception) as info:
         runner(torch.randn(8, 96))  # CPU tensor
     assert "cpu" in str(info.value).lower()
-    with pytest.raises(Exception):
+    with pytest.raises(aerrors.Error) as info:
         runner(torch.randn(8, 96, device="cuda", dtype=torch.float16))  # wrong dtype
+    assert "dtype" in str(info.value)
+    with pytest.raises(aerrors.Error) as info:
+        runner(torch.randn(9, 96, device="cuda"))  # wrong shape
+    assert "[9, 96]" in str(info.value)
+    # A layout the code was not compiled for is copied into the compiled one, not misread.
+    x = make_inputs(dt)[0]
+    xt = x.t().contiguous().t()
+    with torch.no_grad():
+        torch.testing.assert_close(runner(xt), runner(x))
     # Still usable afterwards.
     x = make_inputs(dt)[0]
     assert runner(x).shape == (8, 40)

@@ -7,6 +7,7 @@
 
 #include <cstring>
 #include <mutex>
+#include <nlohmann/json.hpp>
 
 #include "backends/cuda/runtime/runtime.h"
 
@@ -175,6 +176,21 @@ std::shared_ptr<Model> Model::Load(const std::string& package_path, const ModelO
     }
   }
 
+  auto specs = c.metadata.find("aotirt_inputs");
+  if (specs != c.metadata.end()) {
+    auto j = nlohmann::json::parse(specs->second, nullptr, false);
+    if (j.is_discarded() || !j.is_array() || j.size() != m->input_names_.size())
+      throw RuntimeError("package '" + package_path + "': metadata aotirt_inputs does not describe its " +
+                         std::to_string(m->input_names_.size()) + " inputs");
+    for (const auto& e : j) {
+      InputSpec spec;
+      spec.dtype = e.value("dtype", -1);
+      spec.shape = e.value("shape", std::vector<int64_t>{});
+      spec.strides = e.value("strides", std::vector<int64_t>{});
+      m->input_specs_.push_back(std::move(spec));
+    }
+  }
+
   size_t num_constants = 0;
   a.num_constants(m->container_, &num_constants);
   if (num_constants > 0) {
@@ -208,6 +224,68 @@ Model::~Model() {
   if (memfd_ >= 0) close(memfd_);
 }
 
+namespace {
+std::string Dims(const std::vector<int64_t>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
+}
+}  // namespace
+
+AtenTensorHandle Model::CheckedInput(size_t i, AtenTensorHandle in, void* stream) {
+  const std::string what = "input " + std::to_string(i) + " (" + input_names_[i] + ")";
+  AtenTensorHandle out = nullptr;
+  if (input_specs_.empty()) {
+    CheckShim(aoti_torch_new_tensor_handle(in, &out), what);
+    return out;
+  }
+  const InputSpec& spec = input_specs_[i];
+  int32_t dtype = -1;
+  int64_t dim = 0, *sizes = nullptr, *strides = nullptr;
+  CheckShim(aoti_torch_get_dtype(in, &dtype), what);
+  CheckShim(aoti_torch_get_dim(in, &dim), what);
+  CheckShim(aoti_torch_get_sizes(in, &sizes), what);
+  CheckShim(aoti_torch_get_strides(in, &strides), what);
+  std::vector<int64_t> shape(sizes, sizes + dim), st(strides, strides + dim);
+  if (spec.dtype >= 0 && dtype != spec.dtype)
+    throw RuntimeError(what + " has dtype code " + std::to_string(dtype) + ", the model was compiled for " +
+                       std::to_string(spec.dtype) + " (c10 codes: 5 float16, 6 float32, 15 bfloat16, ...)");
+  bool shape_ok = shape.size() == spec.shape.size();
+  for (size_t d = 0; shape_ok && d < shape.size(); ++d) shape_ok = spec.shape[d] < 0 || spec.shape[d] == shape[d];
+  if (!shape_ok)
+    throw RuntimeError(what + " has shape " + Dims(shape) + ", the model was compiled for " + Dims(spec.shape) +
+                       " (-1 = dynamic)");
+  bool strides_ok = spec.strides.size() == st.size();
+  for (size_t d = 0; strides_ok && d < st.size(); ++d)
+    strides_ok = shape[d] <= 1 || spec.strides[d] < 0 || spec.strides[d] == st[d];
+  if (strides_ok) {
+    CheckShim(aoti_torch_new_tensor_handle(in, &out), what);
+    return out;
+  }
+  // The generated code indexes inputs with the strides it was compiled for: copy into that layout (on the run
+  // stream) instead of computing garbage. Dynamic strides mean contiguous.
+  std::vector<int64_t> want(shape.size());
+  int64_t s = 1;
+  for (int64_t d = dim - 1; d >= 0; --d) {
+    want[d] = (spec.strides[d] >= 0) ? spec.strides[d] : s;
+    s *= std::max<int64_t>(shape[d], 1);
+  }
+  void* prev_stream = nullptr;
+  CUDAStreamGuardHandle guard = nullptr;
+  (void)prev_stream;
+  CheckShim(aoti_torch_create_cuda_stream_guard(stream, options_.device_index, &guard), what);
+  AOTITorchError e1 = aoti_torch_empty_strided(dim, shape.data(), want.data(), dtype, aoti_torch_device_type_cuda(),
+                                               options_.device_index, &out);
+  AOTITorchError e2 = e1 == AOTI_TORCH_SUCCESS ? aoti_torch_copy_(out, in, 0) : e1;
+  std::string err = e2 == AOTI_TORCH_SUCCESS ? "" : aotirt_last_error();
+  (void)aoti_torch_delete_cuda_stream_guard(guard);
+  if (e2 != AOTI_TORCH_SUCCESS) {
+    if (out) aoti_torch_delete_tensor_object(out);
+    throw RuntimeError(what + ": restriding to the compiled layout failed: " + err);
+  }
+  return out;
+}
+
 std::vector<AtenTensorHandle> Model::Run(const std::vector<AtenTensorHandle>& inputs, void* stream) {
   const std::string& pkg = package_->contents().path;
   if (inputs.size() != input_names_.size())
@@ -227,7 +305,13 @@ std::vector<AtenTensorHandle> Model::Run(const std::vector<AtenTensorHandle>& in
                                                                     : std::string("cpu")) +
                          ", the model runs on cuda:" + std::to_string(options_.device_index));
     }
-    CheckShim(aoti_torch_new_tensor_handle(inputs[i], &stolen[i]), "input " + std::to_string(i));
+    try {
+      stolen[i] = CheckedInput(i, inputs[i], stream);
+    } catch (...) {
+      for (auto h : stolen)
+        if (h) aoti_torch_delete_tensor_object(h);
+      throw;
+    }
   }
   std::vector<AtenTensorHandle> outputs(output_names_.size(), nullptr);
   int prev = 0;

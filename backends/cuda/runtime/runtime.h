@@ -71,6 +71,7 @@ class Model {
 
  private:
   Model() = default;
+  AtenTensorHandle CheckedInput(size_t i, AtenTensorHandle in, void* stream);
   struct Api;
   std::shared_ptr<Package> package_;
   ModelOptions options_;
@@ -80,6 +81,13 @@ class Model {
   void* container_ = nullptr;     // AOTInductorModelContainerHandle
   std::vector<std::string> input_names_, output_names_;
   std::string in_spec_, out_spec_;
+  // What aotirt.compile recorded about each input (metadata "aotirt_inputs"): the generated code trusts its inputs,
+  // so the runtime checks dtype and shape (-1 = dynamic dim) and restrides mismatched layouts before a run.
+  struct InputSpec {
+    int32_t dtype = -1;
+    std::vector<int64_t> shape, strides;
+  };
+  std::vector<InputSpec> input_specs_;
 };
 
 // Owning handle: deletes the tensor object on destruction.

@@ -198,7 +198,10 @@ inline Case RandomCase(std::mt19937& rng, GemmOp op, DType dtype, int64_t max_di
       case 6: ss = {N}; st = {2}; break;                       // strided bias row
       default: ss = {M, N}; break;                             // full (random layout, may be transposed)
     }
-    if (batched && rng() % 2) ss.insert(ss.begin(), rng() % 2 ? B : 1);
+    if (batched && st.empty() && rng() % 2) {
+      while (ss.size() < 2) ss.insert(ss.begin(), 1);
+      ss.insert(ss.begin(), rng() % 2 ? B : 1);
+    }
     if (st.size() == ss.size() && !st.empty()) {
       c.self = Allocate(dtype, ss, st, static_cast<int64_t>(rng() % 4));
     } else {

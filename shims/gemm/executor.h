@@ -1,0 +1,23 @@
+// Executes a GemmPlan with cuBLASLt on the current stream of the tensors' device. Portable declarations.
+#ifndef AOTIRT_GEMM_EXECUTOR_H_
+#define AOTIRT_GEMM_EXECUTOR_H_
+
+#include "shims/gemm/planner.h"
+#include "shims/tensor/tensor.h"
+
+namespace aotirt {
+namespace gemm {
+
+// float32 GEMMs may use TF32 tensor cores when allowed (process-wide; default false = full IEEE fp32, as PyTorch's
+// torch.backends.cuda.matmul.allow_tf32 default).
+void SetAllowTf32(bool allow);
+bool AllowTf32();
+
+// Runs `plan` (made by PlanGemm for these tensors). self may be null when the plan does not read it. Throws
+// ShimError / NotSupportedError with messages starting with fn.
+void ExecutePlan(const char* fn, const GemmProblem& problem, const GemmPlan& plan, Tensor* out, const Tensor* self,
+                 const Tensor* a, const Tensor* b);
+
+}  // namespace gemm
+}  // namespace aotirt
+#endif  // AOTIRT_GEMM_EXECUTOR_H_

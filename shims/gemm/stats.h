@@ -1,0 +1,33 @@
+// Counters the benchmark and tests read, so slow paths (staging, self copies) and failures are visible, not
+// only warned (PyTorch's silent cuBLASLt fallbacks are the counter-example).
+#ifndef AOTIRT_GEMM_STATS_H_
+#define AOTIRT_GEMM_STATS_H_
+
+#include <atomic>
+#include <cstdint>
+
+namespace aotirt {
+namespace gemm {
+
+struct GemmStats {
+  int64_t library_loads = 0;         // successful dlopen of cuBLASLt (0 or 1)
+  int64_t library_load_failures = 0;
+  int64_t calls = 0;                 // GEMM shim calls that reached the executor
+  int64_t plan_cache_hits = 0;
+  int64_t plan_cache_misses = 0;     // descriptor + heuristic builds
+  int64_t staged_operands = 0;       // operands, outs or biases copied through scratch (slower path)
+  int64_t self_copies = 0;           // addmm/baddbmm self copied into out (beta-accumulate path)
+  int64_t heuristic_failures = 0;    // cuBLASLt found no algorithm: an error, never a silent fallback
+};
+
+GemmStats Stats();
+void ResetStats();
+
+namespace stats {
+enum Counter { kLoads, kLoadFailures, kCalls, kHits, kMisses, kStaged, kSelfCopies, kHeuristicFailures, kCount };
+void Add(Counter c, int64_t n = 1);
+}  // namespace stats
+
+}  // namespace gemm
+}  // namespace aotirt
+#endif  // AOTIRT_GEMM_STATS_H_
