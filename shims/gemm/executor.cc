@@ -267,8 +267,15 @@ void ZeroFill(const char* fn, Tensor& out, void* stream, Scratch& scratch) {
 
 }  // namespace
 
+namespace {
+// Per-thread override (-1: none). The runtime sets it around a package's run from the package's recorded
+// float32_matmul_precision, so two packages with different settings can share a process.
+thread_local int t_allow_tf32 = -1;
+}  // namespace
+
 void SetAllowTf32(bool allow) { g_allow_tf32.store(allow, std::memory_order_relaxed); }
-bool AllowTf32() { return g_allow_tf32.load(std::memory_order_relaxed); }
+void SetThreadAllowTf32(int mode) { t_allow_tf32 = mode < 0 ? -1 : (mode != 0); }
+bool AllowTf32() { return t_allow_tf32 >= 0 ? t_allow_tf32 != 0 : g_allow_tf32.load(std::memory_order_relaxed); }
 
 void ExecutePlan(const char* fn, const GemmProblem& p, const GemmPlan& plan, Tensor* out, const Tensor* self,
                  const Tensor* a, const Tensor* b) {

@@ -11,6 +11,8 @@ namespace gemm {
 // float32 GEMMs may use TF32 tensor cores when allowed (process-wide; default false = full IEEE fp32, as PyTorch's
 // torch.backends.cuda.matmul.allow_tf32 default).
 void SetAllowTf32(bool allow);
+// -1 clears this thread's override; 0/1 forces full fp32 / TF32 on this thread.
+void SetThreadAllowTf32(int mode);
 bool AllowTf32();
 
 // Runs `plan` (made by PlanGemm for these tensors). self may be null when the plan does not read it. Throws

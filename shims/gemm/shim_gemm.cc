@@ -1,6 +1,7 @@
 // extern "C" GEMM entries with PyTorch's c_shim_cuda.h signatures: preconditions (handles, devices), then
 // plan (shims/gemm/planner.h: shapes, dtypes, layouts) and execute (cuBLASLt on the current stream).
 #include "shims/common/error.h"
+#include "shims/gemm/cublaslt_loader.h"
 #include "shims/gemm/executor.h"
 #include "shims/gemm/planner.h"
 #include "shims/include/aotirt/shim.h"
@@ -96,6 +97,17 @@ AOTITorchError aoti_torch_cuda_baddbmm_out(AtenTensorHandle out, AtenTensorHandl
 AOTITorchError aoti_torch_cuda__int_mm_out(AtenTensorHandle out, AtenTensorHandle self, AtenTensorHandle mat2) {
   AOTIRT_SHIM_BOUNDARY("aoti_torch_cuda__int_mm_out", Run("aoti_torch_cuda__int_mm_out", GemmOp::kIntMm, out,
                                                           nullptr, self, "self", mat2, "mat2", 0.0, 1.0);)
+}
+
+AOTIRT_EXPORT void aotirt_gemm_set_allow_tf32(bool allow) { aotirt::gemm::SetAllowTf32(allow); }
+
+AOTIRT_EXPORT void aotirt_gemm_set_thread_allow_tf32(int32_t mode) { aotirt::gemm::SetThreadAllowTf32(mode); }
+
+AOTIRT_EXPORT AOTITorchError aotirt_gemm_add_cublaslt_search_dir(const char* dir) {
+  AOTIRT_SHIM_BOUNDARY("aotirt_gemm_add_cublaslt_search_dir", {
+    AOTIRT_CHECK(dir != nullptr && dir[0] != 0, "aotirt_gemm_add_cublaslt_search_dir", "dir is null or empty");
+    aotirt::gemm::AddCublasLtSearchDir(dir);
+  })
 }
 
 }  // extern "C"

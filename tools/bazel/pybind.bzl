@@ -21,4 +21,4 @@ def pybind_extension(name, module, srcs, deps = [], data = [], linkopts = [], **
         additional_linker_inputs = [":" + lds],
         **kwargs
     )
-    native.py_library(name = name, data = [":" + so] + data, **{k: v for k, v in kwargs.items() if k == "visibility"})
+    native.py_library(name = name, data = [":" + so] + data, **{k: v for k, v in kwargs.items() if k in ("visibility", "testonly")})

@@ -11,12 +11,7 @@
 
 namespace py = pybind11;
 
-namespace aotirt {
-namespace gemm {
-// Provided by the GEMM shims (weak: absent in builds without them).
-void AddCublasLtSearchDir(const std::string& dir) __attribute__((weak));
-}  // namespace gemm
-}  // namespace aotirt
+#include <dlfcn.h>
 
 namespace {
 
@@ -108,6 +103,11 @@ PYBIND11_MODULE(_C, m) {
   m.def("last_shim_error", [] { return std::string(aotirt_last_error()); });
   m.def("shims_version", [] { return std::string(aotirt_shims_version()); });
   m.def("add_cublaslt_search_dir", [](const std::string& dir) {
-    if (&aotirt::gemm::AddCublasLtSearchDir) aotirt::gemm::AddCublasLtSearchDir(dir);
-  });
+    // Linux CUDA shims only (ROCm has no cuBLAS): looked up, not linked.
+    using Fn = AOTITorchError (*)(const char*);
+    auto fn = reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, "aotirt_gemm_add_cublaslt_search_dir"));
+    if (fn == nullptr) return false;
+    if (fn(dir.c_str()) != AOTI_TORCH_SUCCESS) throw aotirt::RuntimeError(aotirt_last_error());
+    return true;
+  }, "Adds a folder to search for libcublasLt.so.13; False when these shims have no GEMMs.");
 }

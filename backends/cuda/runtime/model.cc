@@ -176,6 +176,9 @@ std::shared_ptr<Model> Model::Load(const std::string& package_path, const ModelO
     }
   }
 
+  auto prec = c.metadata.find("aotirt_float32_matmul_precision");
+  if (prec != c.metadata.end()) m->tf32_mode_ = (prec->second == "high" || prec->second == "medium") ? 1 : 0;
+
   auto specs = c.metadata.find("aotirt_inputs");
   if (specs != c.metadata.end()) {
     auto j = nlohmann::json::parse(specs->second, nullptr, false);
@@ -317,8 +320,13 @@ std::vector<AtenTensorHandle> Model::Run(const std::vector<AtenTensorHandle>& in
   int prev = 0;
   (void)cudaGetDevice(&prev);
   if (prev != options_.device_index) (void)cudaSetDevice(options_.device_index);
+  // The generated code runs on this thread: apply the package's fp32 GEMM precision to it for the call.
+  using SetTf32 = void (*)(int32_t);
+  static SetTf32 set_tf32 = reinterpret_cast<SetTf32>(dlsym(RTLD_DEFAULT, "aotirt_gemm_set_thread_allow_tf32"));
+  if (set_tf32 && tf32_mode_ >= 0) set_tf32(tf32_mode_);
   aotirt_clear_last_error();
   Err err = api_->run(container_, stolen.data(), stolen.size(), outputs.data(), outputs.size(), stream, nullptr);
+  if (set_tf32 && tf32_mode_ >= 0) set_tf32(-1);
   if (prev != options_.device_index) (void)cudaSetDevice(prev);
   if (err != 0) {
     for (auto h : outputs)

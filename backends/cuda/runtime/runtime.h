@@ -88,6 +88,8 @@ class Model {
     std::vector<int64_t> shape, strides;
   };
   std::vector<InputSpec> input_specs_;
+  // float32 GEMM precision recorded at compile time: -1 = process default, 0 = full fp32, 1 = TF32 ("high").
+  int32_t tf32_mode_ = -1;
 };
 
 // Owning handle: deletes the tensor object on destruction.

@@ -129,6 +129,13 @@ AOTIRT_EXPORT AOTITorchError aoti_torch_cuda_baddbmm_out(AtenTensorHandle out, A
 AOTIRT_EXPORT AOTITorchError aoti_torch_cuda__int_mm_out(AtenTensorHandle out, AtenTensorHandle self,
                                                          AtenTensorHandle mat2);
 
+// GEMM settings (Linux CUDA only). float32 GEMMs compute in full IEEE fp32 unless TF32 is allowed, process-wide or
+// for the calling thread (mode -1 clears the thread's override). The search dir is tried after AOTIRT_CUBLASLT and
+// the loader path when cuBLASLt is first needed.
+AOTIRT_EXPORT void aotirt_gemm_set_allow_tf32(bool allow);
+AOTIRT_EXPORT void aotirt_gemm_set_thread_allow_tf32(int32_t mode);
+AOTIRT_EXPORT AOTITorchError aotirt_gemm_add_cublaslt_search_dir(const char* dir);
+
 // ---- this library's own API
 // The message of this thread's last failed call ("" if none). Borrowed; valid until the next failing call.
 AOTIRT_EXPORT const char* aotirt_last_error(void);
