@@ -11,11 +11,12 @@ from aotirt.errors import (CliError, Error, InputError, LoweringError, PackageEr
                            SpecError, TensorFileError)
 from aotirt.lowering import compile  # noqa: A004 (the public name is compile, like torch.compile)
 from aotirt.runtime import DLPackTensor, Runner, load
+from aotirt.graphs import CapturedRunner, capture
 from aotirt.specs import CompileOptions, inductor_options
 from aotirt.version import __version__
 
 __all__ = [
-    "compile", "load", "Runner", "DLPackTensor", "CompileOptions", "inductor_options", "tensorfile",
+    "compile", "load", "capture", "CapturedRunner", "Runner", "DLPackTensor", "CompileOptions", "inductor_options", "tensorfile",
     "Error", "SpecError", "LoweringError", "PackageError", "RuntimeLoadError", "RunError", "InputError",
     "TensorFileError", "CliError", "__version__",
 ]

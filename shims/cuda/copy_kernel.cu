@@ -1,9 +1,7 @@
 // Strided N-d copy with dtype conversion. One kernel, dtypes switched at run time (uniform per launch, so the
 // branch costs nothing per warp). Integers go through int64, everything else through double, as ATen's casts do
 // for every value the two types share.
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-
+// Vendor-neutral through vendor.h: nvcc builds it for CUDA, hipcc (AOTIRT_USE_HIP) for ROCm.
 #include "shims/cuda/copy_kernel.h"
 #include "shims/cuda/vendor.h"
 
@@ -29,8 +27,8 @@ __device__ __forceinline__ int64_t LoadInt(const void* base, int64_t i, int32_t 
 
 __device__ __forceinline__ double LoadFloat(const void* base, int64_t i, int32_t c) {
   switch (c) {
-    case F16: return __half2float(static_cast<const __half*>(base)[i]);
-    case BF16: return __bfloat162float(static_cast<const __nv_bfloat16*>(base)[i]);
+    case F16: return gpuHalfToFloat(static_cast<const gpuHalf*>(base)[i]);
+    case BF16: return gpuBFloat16ToFloat(static_cast<const gpuBFloat16*>(base)[i]);
     case F32: return static_cast<const float*>(base)[i];
     case F64: return static_cast<const double*>(base)[i];
   }
@@ -50,8 +48,8 @@ __device__ __forceinline__ void StoreInt(void* base, int64_t i, int32_t c, int64
 
 __device__ __forceinline__ void StoreFloat(void* base, int64_t i, int32_t c, double v) {
   switch (c) {
-    case F16: static_cast<__half*>(base)[i] = __float2half_rn(static_cast<float>(v)); return;
-    case BF16: static_cast<__nv_bfloat16*>(base)[i] = __float2bfloat16_rn(static_cast<float>(v)); return;
+    case F16: static_cast<gpuHalf*>(base)[i] = gpuFloatToHalfRn(static_cast<float>(v)); return;
+    case BF16: static_cast<gpuBFloat16*>(base)[i] = gpuFloatToBFloat16Rn(static_cast<float>(v)); return;
     case F32: static_cast<float*>(base)[i] = static_cast<float>(v); return;
     case F64: static_cast<double*>(base)[i] = v; return;
     case B: static_cast<uint8_t*>(base)[i] = v != 0.0; return;
@@ -98,8 +96,8 @@ int LaunchStridedCopy(const CopyParams& p, void* stream) {
   const int threads = 256;
   int64_t blocks = (p.numel + threads - 1) / threads;
   if (blocks > 65535 * 8) blocks = 65535 * 8;
-  StridedCopyKernel<<<static_cast<unsigned>(blocks), threads, 0, static_cast<cudaStream_t>(stream)>>>(p);
-  return static_cast<int>(cudaGetLastError());
+  StridedCopyKernel<<<static_cast<unsigned>(blocks), threads, 0, static_cast<gpuStream_t>(stream)>>>(p);
+  return static_cast<int>(gpuGetLastError());
 }
 
 }  // namespace gpu

@@ -30,6 +30,8 @@
 #define gpuStreamCaptureStatusNone hipStreamCaptureStatusNone
 #define gpuPointerAttributes hipPointerAttribute_t
 #define gpuPointerGetAttributes hipPointerGetAttributes
+#define gpuMalloc hipMalloc
+#define AOTIRT_GPU_RUNTIME_NAME "HIP"
 #else
 #include <cuda_runtime.h>
 #define gpuError_t cudaError_t
@@ -58,6 +60,33 @@
 #define gpuStreamCaptureStatusNone cudaStreamCaptureStatusNone
 #define gpuPointerAttributes cudaPointerAttributes
 #define gpuPointerGetAttributes cudaPointerGetAttributes
+#define gpuMalloc cudaMalloc
+#define AOTIRT_GPU_RUNTIME_NAME "CUDA"
 #endif
+
+// Device code only (nvcc / hipcc): 16-bit float types and their conversions. CUDA names map to CUDA's own
+// intrinsics; HIP (ROCm 5.2) has __half with the same intrinsics and hip_bfloat16, whose float constructor rounds
+// to nearest even like __float2bfloat16_rn.
+#if defined(__CUDACC__) || defined(__HIP__)
+#if defined(AOTIRT_USE_HIP)
+#include <hip/hip_bfloat16.h>
+#include <hip/hip_fp16.h>
+#define gpuHalf __half
+#define gpuHalfToFloat __half2float
+#define gpuFloatToHalfRn __float2half_rn
+#define gpuBFloat16 hip_bfloat16
+__device__ __forceinline__ float gpuBFloat16ToFloat(hip_bfloat16 v) { return static_cast<float>(v); }
+__device__ __forceinline__ hip_bfloat16 gpuFloatToBFloat16Rn(float v) { return hip_bfloat16(v); }
+#else
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#define gpuHalf __half
+#define gpuHalfToFloat __half2float
+#define gpuFloatToHalfRn __float2half_rn
+#define gpuBFloat16 __nv_bfloat16
+#define gpuBFloat16ToFloat __bfloat162float
+#define gpuFloatToBFloat16Rn __float2bfloat16_rn
+#endif
+#endif  // device code
 
 #endif  // AOTIRT_CUDA_VENDOR_H_

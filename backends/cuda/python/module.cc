@@ -75,9 +75,66 @@ class PyModel {
   }
 
   const aotirt::Model& model() const { return *model_; }
+  const std::shared_ptr<aotirt::Model>& shared() const { return model_; }
 
  private:
   std::shared_ptr<aotirt::Model> model_;
+};
+
+// Imports DLPack capsules as owned handles (consumes the capsules).
+std::vector<aotirt::TensorPtr> Import(const py::list& inputs) {
+  std::vector<aotirt::TensorPtr> owned;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    PyObject* cap = inputs[i].ptr();
+    if (!PyCapsule_IsValid(cap, kDLTensor))
+      throw aotirt::RuntimeError("input " + std::to_string(i) +
+                                 " is not an unconsumed DLPack capsule (pass x.__dlpack__())");
+    auto* m = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(cap, kDLTensor));
+    owned.emplace_back(aotirt::FromDLPack(m));
+    PyCapsule_SetName(cap, kUsedDLTensor);
+  }
+  return owned;
+}
+
+py::list Export(std::vector<AtenTensorHandle> outs) {
+  py::list result;
+  for (size_t i = 0; i < outs.size(); ++i) {
+    DLManagedTensor* m = nullptr;
+    try {
+      m = aotirt::ToDLPack(outs[i]);
+    } catch (...) {
+      for (size_t j = i; j < outs.size(); ++j) aoti_torch_delete_tensor_object(outs[j]);
+      throw;
+    }
+    result.append(py::reinterpret_steal<py::object>(PyCapsule_New(m, kDLTensor, &CapsuleDestructor)));
+  }
+  return result;
+}
+
+class PyCaptured {
+ public:
+  PyCaptured(const PyModel& model, const py::list& inputs, uintptr_t stream, int warmup) {
+    auto owned = Import(inputs);
+    std::vector<AtenTensorHandle> handles;
+    for (auto& t : owned) handles.push_back(t.get());
+    py::gil_scoped_release release;
+    graph_ = aotirt::CapturedModel::Capture(model.shared(), handles, reinterpret_cast<void*>(stream), warmup);
+  }
+  py::list Replay(const py::list& inputs) {
+    auto owned = Import(inputs);
+    std::vector<AtenTensorHandle> handles;
+    for (auto& t : owned) handles.push_back(t.get());
+    std::vector<AtenTensorHandle> outs;
+    {
+      py::gil_scoped_release release;
+      outs = graph_->Replay(handles);
+      owned.clear();
+    }
+    return Export(std::move(outs));
+  }
+
+ private:
+  std::unique_ptr<aotirt::CapturedModel> graph_;
 };
 
 }  // namespace
@@ -98,6 +155,15 @@ PYBIND11_MODULE(_C, m) {
       .def_property_readonly("device_index", [](const PyModel& s) { return s.model().device_index(); })
       .def_property_readonly("metadata", [](const PyModel& s) { return s.model().package().metadata; })
       .def_property_readonly("package_path", [](const PyModel& s) { return s.model().package().path; });
+
+  py::class_<PyCaptured>(m, "CapturedModel")
+      .def(py::init<const PyModel&, const py::list&, uintptr_t, int>(), py::arg("model"), py::arg("inputs"),
+           py::arg("stream"), py::arg("warmup") = 2,
+           "Captures one run into a CUDA graph on `stream` (not 0). Raises RuntimeError if the model cannot be "
+           "captured; the model keeps working eagerly.")
+      .def("replay", &PyCaptured::Replay, py::arg("inputs"),
+           "Copies inputs into the static buffers and replays on the capture stream; outputs alias static buffers "
+           "that the next replay overwrites.");
 
   m.def("live_tensor_count", [] { return aotirt_live_tensor_count(); });
   m.def("last_shim_error", [] { return std::string(aotirt_last_error()); });

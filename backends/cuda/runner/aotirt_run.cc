@@ -1,6 +1,6 @@
 // aotirt_run: runs an AOTInductor package on our runtime (no libtorch) from the command line.
 //   aotirt_run --package model.pt2 --inputs in.safetensors [--outputs out.safetensors]
-//              [--device 0] [--warmup 3] [--iters 20] [--check-no-libtorch]
+//              [--device 0] [--warmup 3] [--iters 20] [--check-no-libtorch] [--graph]
 // Inputs are taken in numeric-name order ("0", "1", ...) or file order; outputs are written as "0".."n-1".
 #include <cuda_runtime.h>
 
@@ -20,6 +20,7 @@ struct Args {
   std::string package, inputs, outputs;
   int device = 0, warmup = 3, iters = 20;
   bool check_no_libtorch = false;
+  bool graph = false;
 };
 
 // The first libtorch/libc10 library mapped into this process, or "" (the point of this runtime is that there is none).
@@ -41,7 +42,7 @@ std::string MappedLibtorch() {
 [[noreturn]] void Usage(const std::string& err) {
   std::fprintf(stderr,
                "error: %s\nusage: aotirt_run --package model.pt2 --inputs in.safetensors [--outputs out.safetensors] "
-               "[--device N] [--warmup N] [--iters N]\n",
+               "[--device N] [--warmup N] [--iters N] [--check-no-libtorch] [--graph]\n",
                err.c_str());
   std::exit(2);
 }
@@ -72,6 +73,7 @@ Args Parse(int argc, char** argv) {
     else if (k == "--warmup") a.warmup = ParseInt(k, val());
     else if (k == "--iters") a.iters = ParseInt(k, val());
     else if (k == "--check-no-libtorch") a.check_no_libtorch = true;
+    else if (k == "--graph") a.graph = true;
     else if (k == "-h" || k == "--help") Usage("help requested");
     else Usage("unknown argument '" + k + "'");
   }
@@ -155,8 +157,13 @@ int main(int argc, char** argv) {
       handles.push_back(dev_inputs.back().get());
     }
     cudaDeviceSynchronize();
+    std::unique_ptr<aotirt::CapturedModel> graph;
+    if (args.graph) {
+      graph = aotirt::CapturedModel::Capture(model, handles, stream, std::max(args.warmup, 1));
+      std::printf("captured into a CUDA graph\n");
+    }
     auto run_once = [&] {
-      auto outs = model->Run(handles, stream);
+      auto outs = graph ? graph->Replay(handles) : model->Run(handles, stream);
       std::vector<aotirt::TensorPtr> owned;
       for (auto h : outs) owned.emplace_back(h);
       return owned;
@@ -189,6 +196,7 @@ int main(int argc, char** argv) {
       std::printf("wrote %zu outputs to %s\n", host_outs.size(), args.outputs.c_str());
     }
     outs.clear();
+    graph.reset();  // before its stream goes
     cudaStreamSynchronize(stream);
     cudaStreamDestroy(stream);
     std::string lib = MappedLibtorch();

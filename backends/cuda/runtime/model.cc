@@ -1,6 +1,6 @@
 // Loading and running one compiled model: the wrapper .so is loaded from memory (memfd) with RTLD_NOW, so a shim
 // the library lacks is an error naming the symbol at load time, never a crash at first call.
-#include <cuda_runtime.h>
+// Vendor-neutral through shims/cuda/vendor.h: backends/rocm builds this file with AOTIRT_USE_HIP.
 #include <dlfcn.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "backends/cuda/runtime/runtime.h"
+#include "shims/cuda/vendor.h"
 
 namespace aotirt {
 
@@ -49,8 +50,8 @@ void PromoteDependencies() {
   std::call_once(once, [] {
     try {
       PromoteToGlobal(reinterpret_cast<const void*>(&aoti_torch_empty_strided), "shim");
-      PromoteToGlobal(reinterpret_cast<const void*>(static_cast<cudaError_t (*)(void**, size_t)>(&cudaMalloc)),
-                      "CUDA runtime");
+      PromoteToGlobal(reinterpret_cast<const void*>(static_cast<gpuError_t (*)(void**, size_t)>(&gpuMalloc)),
+                      AOTIRT_GPU_RUNTIME_NAME " runtime");
     } catch (const std::exception& e) {
       error = e.what();
     }
@@ -101,11 +102,11 @@ std::shared_ptr<Model> Model::Load(const std::string& package_path, const ModelO
                        "'; this runtime runs CUDA packages (compile with device cuda)");
 
   int count = 0;
-  cudaError_t cerr = cudaGetDeviceCount(&count);
-  if (cerr != cudaSuccess) {
-    (void)cudaGetLastError();
-    throw RuntimeError(std::string("no usable CUDA device to load '") + package_path + "' on: " +
-                       cudaGetErrorName(cerr) + " (" + cudaGetErrorString(cerr) + ")");
+  gpuError_t cerr = gpuGetDeviceCount(&count);
+  if (cerr != gpuSuccess) {
+    (void)gpuGetLastError();
+    throw RuntimeError(std::string("no usable " AOTIRT_GPU_RUNTIME_NAME " device to load '") + package_path +
+                       "' on: " + gpuGetErrorName(cerr) + " (" + gpuGetErrorString(cerr) + ")");
   }
   if (options.device_index >= count)
     throw RuntimeError("device cuda:" + std::to_string(options.device_index) + " does not exist (" +
@@ -143,11 +144,11 @@ std::shared_ptr<Model> Model::Load(const std::string& package_path, const ModelO
 
   // Container creation and constant upload allocate on the current device: pin it for the duration.
   int prev_device = 0;
-  (void)cudaGetDevice(&prev_device);
-  (void)cudaSetDevice(options.device_index);
+  (void)gpuGetDevice(&prev_device);
+  (void)gpuSetDevice(options.device_index);
   struct Restore {
     int d;
-    ~Restore() { (void)cudaSetDevice(d); }
+    ~Restore() { (void)gpuSetDevice(d); }
   } restore{prev_device};
 
   std::string device = "cuda:" + std::to_string(options.device_index);
@@ -210,7 +211,7 @@ std::shared_ptr<Model> Model::Load(const std::string& package_path, const ModelO
     if (a.update_from_blob(m->container_, blob.data()) != 0)
       throw RuntimeError("package '" + package_path + "': uploading " + std::to_string(num_constants) +
                          " constants to " + device + " failed" + ShimTail());
-    // The upload copies synchronously (cudaMemcpy); the host blob can go now.
+    // The upload copies synchronously (cudaMemcpy / hipMemcpy); the host blob can go now.
   }
   return m;
 }
@@ -218,10 +219,10 @@ std::shared_ptr<Model> Model::Load(const std::string& package_path, const ModelO
 Model::~Model() {
   if (container_ && api_ && api_->destroy) {
     int prev = 0;
-    (void)cudaGetDevice(&prev);
-    (void)cudaSetDevice(options_.device_index);
+    (void)gpuGetDevice(&prev);
+    (void)gpuSetDevice(options_.device_index);
     api_->destroy(container_);
-    (void)cudaSetDevice(prev);
+    (void)gpuSetDevice(prev);
   }
   if (library_) dlclose(library_);
   if (memfd_ >= 0) close(memfd_);
@@ -318,8 +319,8 @@ std::vector<AtenTensorHandle> Model::Run(const std::vector<AtenTensorHandle>& in
   }
   std::vector<AtenTensorHandle> outputs(output_names_.size(), nullptr);
   int prev = 0;
-  (void)cudaGetDevice(&prev);
-  if (prev != options_.device_index) (void)cudaSetDevice(options_.device_index);
+  (void)gpuGetDevice(&prev);
+  if (prev != options_.device_index) (void)gpuSetDevice(options_.device_index);
   // The generated code runs on this thread: apply the package's fp32 GEMM precision to it for the call.
   using SetTf32 = void (*)(int32_t);
   static SetTf32 set_tf32 = reinterpret_cast<SetTf32>(dlsym(RTLD_DEFAULT, "aotirt_gemm_set_thread_allow_tf32"));
@@ -327,7 +328,7 @@ std::vector<AtenTensorHandle> Model::Run(const std::vector<AtenTensorHandle>& in
   aotirt_clear_last_error();
   Err err = api_->run(container_, stolen.data(), stolen.size(), outputs.data(), outputs.size(), stream, nullptr);
   if (set_tf32 && tf32_mode_ >= 0) set_tf32(-1);
-  if (prev != options_.device_index) (void)cudaSetDevice(prev);
+  if (prev != options_.device_index) (void)gpuSetDevice(prev);
   if (err != 0) {
     for (auto h : outputs)
       if (h) aoti_torch_delete_tensor_object(h);

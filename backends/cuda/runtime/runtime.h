@@ -15,6 +15,12 @@
 
 namespace aotirt {
 
+// Owning handle: deletes the tensor object on destruction.
+struct TensorDeleter {
+  void operator()(AtenTensorOpaque* t) const { (void)aoti_torch_delete_tensor_object(t); }
+};
+using TensorPtr = std::unique_ptr<AtenTensorOpaque, TensorDeleter>;
+
 class RuntimeError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
@@ -92,11 +98,29 @@ class Model {
   int32_t tf32_mode_ = -1;
 };
 
-// Owning handle: deletes the tensor object on destruction.
-struct TensorDeleter {
-  void operator()(AtenTensorOpaque* t) const { (void)aoti_torch_delete_tensor_object(t); }
+
+// One model run captured into a CUDA graph (whole-model graphs). Capture() copies the example inputs into static
+// buffers, warms the model up, captures a run on `stream` (not the legacy default stream) and instantiates it; a
+// model that cannot be captured raises RuntimeError and keeps working through Model::Run. Replay() copies new inputs
+// (same shapes and dtypes) into the static buffers and launches the graph on the same stream; the returned handles
+// alias the static outputs, which the next Replay() overwrites (copy them if you keep them).
+class CapturedModel {
+ public:
+  static std::unique_ptr<CapturedModel> Capture(std::shared_ptr<Model> model,
+                                                const std::vector<AtenTensorHandle>& example_inputs, void* stream,
+                                                int warmup = 2);
+  std::vector<AtenTensorHandle> Replay(const std::vector<AtenTensorHandle>& inputs);
+  void* stream() const { return stream_; }
+  ~CapturedModel();
+
+ private:
+  CapturedModel() = default;
+  std::shared_ptr<Model> model_;
+  void* stream_ = nullptr;
+  void* graph_ = nullptr;  // cudaGraph_t
+  void* exec_ = nullptr;   // cudaGraphExec_t
+  std::vector<TensorPtr> static_inputs_, static_outputs_;
 };
-using TensorPtr = std::unique_ptr<AtenTensorOpaque, TensorDeleter>;
 
 // Throws RuntimeError(what + the shims' last error) when err != 0.
 void CheckShim(AOTITorchError err, const std::string& what);

@@ -1,0 +1,142 @@
+// Whole-model CUDA graphs: capture one run of a Model into a graph over static input/output buffers, then replay it
+// with new input data copied into those buffers. Removes the per-kernel launch cost for small models.
+#include <cuda_runtime.h>
+
+#include "backends/cuda/runtime/runtime.h"
+
+namespace aotirt {
+namespace {
+
+std::string CudaErr(cudaError_t e) { return std::string(cudaGetErrorName(e)) + " (" + cudaGetErrorString(e) + ")"; }
+
+TensorPtr EmptyLike(AtenTensorHandle t, int32_t device, const std::string& what) {
+  int64_t dim = 0, *sizes = nullptr, *strides = nullptr;
+  int32_t dtype = 0;
+  CheckShim(aoti_torch_get_dim(t, &dim), what);
+  CheckShim(aoti_torch_get_sizes(t, &sizes), what);
+  CheckShim(aoti_torch_get_strides(t, &strides), what);
+  CheckShim(aoti_torch_get_dtype(t, &dtype), what);
+  AtenTensorHandle out = nullptr;
+  CheckShim(aoti_torch_empty_strided(dim, sizes, strides, dtype, aoti_torch_device_type_cuda(), device, &out), what);
+  return TensorPtr(out);
+}
+
+// Copies src into dst on `stream` (the shims run device work on the thread's current stream for the device).
+void CopyOnStream(AtenTensorHandle dst, AtenTensorHandle src, int32_t device, void* stream, const std::string& what) {
+  CUDAStreamGuardHandle guard = nullptr;
+  CheckShim(aoti_torch_create_cuda_stream_guard(stream, device, &guard), what);
+  AOTITorchError err = aoti_torch_copy_(dst, src, 1);
+  std::string msg = err == AOTI_TORCH_SUCCESS ? "" : aotirt_last_error();
+  (void)aoti_torch_delete_cuda_stream_guard(guard);
+  if (err != AOTI_TORCH_SUCCESS) throw RuntimeError(what + ": " + msg);
+}
+
+}  // namespace
+
+std::unique_ptr<CapturedModel> CapturedModel::Capture(std::shared_ptr<Model> model,
+                                                      const std::vector<AtenTensorHandle>& example_inputs,
+                                                      void* stream, int warmup) {
+  const std::string& pkg = model->package().path;
+  if (stream == nullptr)
+    throw RuntimeError("package '" + pkg + "': CUDA graphs need a non-default stream (the legacy default stream "
+                       "cannot be captured); pass a stream you created");
+  std::unique_ptr<CapturedModel> g(new CapturedModel());
+  g->model_ = model;
+  g->stream_ = stream;
+  const int32_t dev = model->device_index();
+  int prev = 0;
+  (void)cudaGetDevice(&prev);
+  (void)cudaSetDevice(dev);
+  struct Restore {
+    int d;
+    ~Restore() { (void)cudaSetDevice(d); }
+  } restore{prev};
+
+  for (size_t i = 0; i < example_inputs.size(); ++i) {
+    g->static_inputs_.push_back(EmptyLike(example_inputs[i], dev, "graph input " + std::to_string(i)));
+    CopyOnStream(g->static_inputs_.back().get(), example_inputs[i], dev, stream, "graph input " + std::to_string(i));
+  }
+  std::vector<AtenTensorHandle> handles;
+  for (auto& t : g->static_inputs_) handles.push_back(t.get());
+  // Warm-up outside capture: loads cuBLASLt, creates handles and plan caches, lets the container create its events.
+  for (int i = 0; i < std::max(warmup, 1); ++i) {
+    for (auto h : model->Run(handles, stream)) (void)aoti_torch_delete_tensor_object(h);
+  }
+  cudaError_t e = cudaStreamSynchronize(static_cast<cudaStream_t>(stream));
+  if (e != cudaSuccess) throw RuntimeError("package '" + pkg + "': warm-up before capture failed: " + CudaErr(e));
+
+  // Relaxed mode: the container queries its own events between runs, which global/thread-local capture forbid.
+  e = cudaStreamBeginCapture(static_cast<cudaStream_t>(stream), cudaStreamCaptureModeRelaxed);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    throw RuntimeError("package '" + pkg + "': cannot begin CUDA graph capture: " + CudaErr(e));
+  }
+  std::string run_error;
+  std::vector<AtenTensorHandle> outs;
+  try {
+    outs = model->Run(handles, stream);
+  } catch (const std::exception& ex) {
+    run_error = ex.what();
+  }
+  cudaGraph_t graph = nullptr;
+  cudaError_t end = cudaStreamEndCapture(static_cast<cudaStream_t>(stream), &graph);
+  for (auto h : outs) g->static_outputs_.emplace_back(h);
+  if (!run_error.empty() || end != cudaSuccess || graph == nullptr) {
+    (void)cudaGetLastError();
+    if (graph) cudaGraphDestroy(graph);
+    g->static_outputs_.clear();
+    throw RuntimeError("package '" + pkg + "' cannot be captured into a CUDA graph (it still runs without one): " +
+                       (run_error.empty() ? "end of capture failed: " + CudaErr(end) : run_error));
+  }
+  g->graph_ = graph;
+  cudaGraphExec_t exec = nullptr;
+  // Outputs are allocated inside the graph and live on after a launch; free them automatically at the next launch.
+  e = cudaGraphInstantiateWithFlags(&exec, graph, cudaGraphInstantiateFlagAutoFreeOnLaunch);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    throw RuntimeError("package '" + pkg + "': instantiating the captured graph failed: " + CudaErr(e));
+  }
+  g->exec_ = exec;
+  return g;
+}
+
+std::vector<AtenTensorHandle> CapturedModel::Replay(const std::vector<AtenTensorHandle>& inputs) {
+  const std::string& pkg = model_->package().path;
+  if (inputs.size() != static_inputs_.size())
+    throw RuntimeError("package '" + pkg + "': the captured graph takes " + std::to_string(static_inputs_.size()) +
+                       " inputs, got " + std::to_string(inputs.size()));
+  const int32_t dev = model_->device_index();
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    // Same shape and dtype as captured (checked by copy_): the graph's kernels are fixed.
+    int64_t n_in = 0, n_st = 0;
+    CheckShim(aoti_torch_get_numel(inputs[i], &n_in), "graph input " + std::to_string(i));
+    CheckShim(aoti_torch_get_numel(static_inputs_[i].get(), &n_st), "graph input " + std::to_string(i));
+    if (n_in != n_st)
+      throw RuntimeError("graph input " + std::to_string(i) + " has " + std::to_string(n_in) +
+                         " elements, the graph was captured with " + std::to_string(n_st));
+    if (inputs[i] != static_inputs_[i].get())
+      CopyOnStream(static_inputs_[i].get(), inputs[i], dev, stream_, "graph input " + std::to_string(i));
+  }
+  cudaError_t e = cudaGraphLaunch(static_cast<cudaGraphExec_t>(exec_), static_cast<cudaStream_t>(stream_));
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    throw RuntimeError("package '" + pkg + "': graph launch failed: " + CudaErr(e));
+  }
+  std::vector<AtenTensorHandle> outs;
+  for (auto& t : static_outputs_) {
+    AtenTensorHandle h = nullptr;
+    CheckShim(aoti_torch_new_tensor_handle(t.get(), &h), "graph output");
+    outs.push_back(h);
+  }
+  return outs;
+}
+
+CapturedModel::~CapturedModel() {
+  if (stream_) (void)cudaStreamSynchronize(static_cast<cudaStream_t>(stream_));
+  static_outputs_.clear();  // frees the graph-allocated outputs of the last launch
+  if (exec_) cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(exec_));
+  if (graph_) cudaGraphDestroy(static_cast<cudaGraph_t>(graph_));
+  static_inputs_.clear();
+}
+
+}  // namespace aotirt
