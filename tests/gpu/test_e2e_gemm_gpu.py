@@ -62,3 +62,44 @@ def test_gemm_model_calls_shims_and_matches_eager(variant, dtype_name):
         got = runner(*inputs)
         for g, w in zip(got, want):
             torch.testing.assert_close(g, w, **TOL[dtype_name])
+
+
+_NO_CUBLASLT_SCRIPT = r"""
+import sys, torch, aotirt
+from aotirt import errors
+triton_pkg, gemm_pkg = sys.argv[1], sys.argv[2]
+x = torch.randn(8, 96, device="cuda")
+print("triton-only output", tuple(aotirt.load(triton_pkg)(x).shape))
+r = aotirt.load(gemm_pkg)
+try:
+    r(torch.randn(32, 64, device="cuda"), torch.randn(4, 16, 40, device="cuda"), torch.randn(4, 40, 24, device="cuda"))
+    print("GEMM RAN")
+except errors.Error as e:
+    print("GEMM ERROR:", e)
+print("still alive", tuple(aotirt.load(triton_pkg)(x).shape))
+"""
+
+
+@requires_gpu
+def test_no_cublaslt_triton_package_runs_gemm_package_names_the_library(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    import aotirt
+    from test_runtime_gpu import build
+    _, triton_pkg, _, _ = build("mlp", "float32")  # Triton GEMMs only: never needs cuBLASLt
+    torch.manual_seed(0)
+    _, gemm_pkg = compiled("gemms_aten_float32", lambda: Gemms().to("cuda", torch.float32).eval(),
+                           make_inputs(torch.float32),
+                           options=aotirt.CompileOptions(max_autotune=True, max_autotune_gemm_backends="ATEN"))
+    env = dict(os.environ, AOTIRT_CUBLASLT="/nonexistent/libcublasLt.so.13", AOTIRT_CUBLASLT_NO_DEFAULT_SEARCH="1")
+    script = tmp_path / "no_cublaslt.py"
+    script.write_text(_NO_CUBLASLT_SCRIPT)
+    proc = subprocess.run([sys.executable, str(script), triton_pkg, gemm_pkg], env=env, capture_output=True,
+                          text=True, timeout=300)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    assert "triton-only output (8, 40)" in out
+    assert "GEMM ERROR:" in out and "libcublasLt.so.13" in out and "/nonexistent/libcublasLt.so.13" in out, out
+    assert "still alive (8, 40)" in out

@@ -30,6 +30,23 @@ run_cc_tests() {
   echo "cc gpu tests: $pass passed, $fail failed" | tee -a "$summary"
 }
 
+run_memcheck() {
+  # compute-sanitizer memcheck over the shim test binaries (the 8-thread stress test is left to the plain run).
+  local cs; cs="$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)"
+  [[ -n "$cs" ]] || { echo "memcheck: compute-sanitizer not found" | tee -a "$summary"; return; }
+  for t in "$B"/bin/shims_tests_test_shims_cuda_gpu "$B"/bin/shims_gemm_gemm_shim_gpu_test; do
+    [[ -x "$t" ]] || continue
+    local name; name="$(basename "$t")"
+    if timeout 300 "$cs" --tool memcheck --error-exitcode 99 --leak-check full "$t" --gtest_brief=1 \
+        --gtest_filter='-*EightThreads*' > "$OUT/memcheck_$name.log" 2>&1; then
+      echo "memcheck $name: clean ($(grep -E 'ERROR SUMMARY' "$OUT/memcheck_$name.log" | tail -1))" | tee -a "$summary"
+    else
+      echo "memcheck $name: FAILED ($(grep -E 'ERROR SUMMARY' "$OUT/memcheck_$name.log" | tail -1))" | tee -a "$summary"
+      tail -40 "$OUT/memcheck_$name.log"
+    fi
+  done
+}
+
 run_py_tests() {
   $PY -m pytest -q -rs -p no:cacheprovider tests/gpu "$@" --junitxml="$OUT/pytest_gpu.xml" 2>&1 | tee "$OUT/pytest_gpu.log" | tail -40
   tail -1 "$OUT/pytest_gpu.log" | sed 's/^/pytest gpu: /' >> "$summary"
@@ -37,12 +54,13 @@ run_py_tests() {
 
 for s in "${SUITES[@]}"; do
   case "$s" in
-    tests|all) run_cc_tests; run_py_tests ;;&
+    tests|all) run_cc_tests; run_memcheck; run_py_tests ;;&
+    memcheck) run_memcheck ;;
     cc) run_cc_tests ;;
     py) run_py_tests ;;
     main|all) $PY -m aotirt.demo_main --out "$OUT/main.json" 2>&1 | tail -20 | tee "$OUT/main.log" ;;&
     bench|all)
-      for b in benchmarks/runtime.py benchmarks/gemm.py; do
+      for b in benchmarks/gemm.py benchmarks/runtime.py; do
         [[ -f "$b" ]] && $PY "$b" --out "$OUT" 2>&1 | tail -60 | tee "$OUT/$(basename "$b" .py).log"
       done ;;
   esac
