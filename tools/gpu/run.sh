@@ -21,8 +21,8 @@ echo "commit $(cat "$B/COMMIT" 2>/dev/null) on $(nvidia-smi --query-gpu=name,dri
 
 run_cc_tests() {
   local pass=0 fail=0
-  for t in "$B"/bin/*_test* "$B"/bin/*test_*; do
-    [[ -x "$t" ]] || continue
+  for t in "$B"/bin/*; do
+    [[ -x "$t" && "$(basename "$t")" != aotirt_run ]] || continue
     local name; name="$(basename "$t")"
     if "$t" --gtest_brief=1 > "$OUT/cc_$name.log" 2>&1; then pass=$((pass+1)); else fail=$((fail+1)); echo "FAILED: $name" | tee -a "$summary"; tail -30 "$OUT/cc_$name.log"; fi
     grep -E "^\[  (PASSED|FAILED|SKIPPED)" "$OUT/cc_$name.log" | sed "s/^/  $name: /" >> "$summary"
@@ -37,7 +37,7 @@ run_memcheck() {
   for t in "$B"/bin/shims_tests_test_shims_cuda_gpu "$B"/bin/shims_gemm_gemm_shim_gpu_test; do
     [[ -x "$t" ]] || continue
     local name; name="$(basename "$t")"
-    if timeout 300 "$cs" --tool memcheck --error-exitcode 99 --leak-check full "$t" --gtest_brief=1 \
+    if timeout 150 "$cs" --tool memcheck --error-exitcode 99 --leak-check full "$t" --gtest_brief=1 \
         --gtest_filter='-*EightThreads*' > "$OUT/memcheck_$name.log" 2>&1; then
       echo "memcheck $name: clean ($(grep -E 'ERROR SUMMARY' "$OUT/memcheck_$name.log" | tail -1))" | tee -a "$summary"
     else
