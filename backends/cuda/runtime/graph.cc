@@ -58,9 +58,12 @@ std::unique_ptr<CapturedModel> CapturedModel::Capture(std::shared_ptr<Model> mod
   }
   std::vector<AtenTensorHandle> handles;
   for (auto& t : g->static_inputs_) handles.push_back(t.get());
+  // Capture on a sibling container: a captured run leaves the container's completion event recorded inside the
+  // graph, after which that container could no longer run eagerly.
+  g->container_ = model->NewSiblingContainer();
   // Warm-up outside capture: loads cuBLASLt, creates handles and plan caches, lets the container create its events.
   for (int i = 0; i < std::max(warmup, 1); ++i) {
-    for (auto h : model->Run(handles, stream)) (void)aoti_torch_delete_tensor_object(h);
+    for (auto h : model->RunOn(g->container_, handles, stream)) (void)aoti_torch_delete_tensor_object(h);
   }
   cudaError_t e = cudaStreamSynchronize(static_cast<cudaStream_t>(stream));
   if (e != cudaSuccess) throw RuntimeError("package '" + pkg + "': warm-up before capture failed: " + CudaErr(e));
@@ -74,7 +77,7 @@ std::unique_ptr<CapturedModel> CapturedModel::Capture(std::shared_ptr<Model> mod
   std::string run_error;
   std::vector<AtenTensorHandle> outs;
   try {
-    outs = model->Run(handles, stream);
+    outs = model->RunOn(g->container_, handles, stream);
   } catch (const std::exception& ex) {
     run_error = ex.what();
   }
@@ -137,6 +140,7 @@ CapturedModel::~CapturedModel() {
   if (exec_) cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(exec_));
   if (graph_) cudaGraphDestroy(static_cast<cudaGraph_t>(graph_));
   static_inputs_.clear();
+  if (container_) model_->DeleteSiblingContainer(container_);
 }
 
 }  // namespace aotirt

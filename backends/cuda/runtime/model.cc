@@ -7,6 +7,7 @@
 
 #include <cstring>
 #include <mutex>
+#include <unordered_map>
 #include <nlohmann/json.hpp>
 
 #include "backends/cuda/runtime/runtime.h"
@@ -29,6 +30,11 @@ struct Model::Api {
   Err (*blob_size)(Handle, uint64_t*) = nullptr;
   Err (*update_from_blob)(Handle, const uint8_t*) = nullptr;
   Err (*call_spec)(Handle, const char**, const char**) = nullptr;
+  Err (*constant_name)(Handle, size_t, const char**) = nullptr;
+  Err (*constant_fqn)(Handle, size_t, const char**) = nullptr;
+  Err (*constant_from_folded)(Handle, size_t, bool*) = nullptr;
+  Err (*extract_constants)(Handle, Handle, bool) = nullptr;
+  Err (*update_user_managed_pairs)(Handle, const void*, size_t, bool, bool) = nullptr;
 };
 
 namespace {
@@ -141,6 +147,14 @@ std::shared_ptr<Model> Model::Load(const std::string& package_path, const ModelO
   Resolve(m->library_, "AOTInductorModelContainerGetConstantsBlobSize", &a.blob_size, package_path, false);
   Resolve(m->library_, "AOTInductorModelUpdateConstantsFromBlob", &a.update_from_blob, package_path);
   Resolve(m->library_, "AOTInductorModelContainerGetCallSpec", &a.call_spec, package_path, false);
+  // For sibling containers (CUDA graphs) that share the constants without copying them.
+  Resolve(m->library_, "AOTInductorModelContainerGetConstantName", &a.constant_name, package_path, false);
+  Resolve(m->library_, "AOTInductorModelContainerGetConstantOriginalFQN", &a.constant_fqn, package_path, false);
+  Resolve(m->library_, "AOTInductorModelContainerGetConstantFromFolded", &a.constant_from_folded, package_path,
+          false);
+  Resolve(m->library_, "AOTInductorModelContainerExtractConstantsMap", &a.extract_constants, package_path, false);
+  Resolve(m->library_, "AOTInductorModelContainerUpdateUserManagedConstantBufferPairs",
+          &a.update_user_managed_pairs, package_path, false);
 
   // Container creation and constant upload allocate on the current device: pin it for the duration.
   int prev_device = 0;
@@ -290,7 +304,72 @@ AtenTensorHandle Model::CheckedInput(size_t i, AtenTensorHandle in, void* stream
   return out;
 }
 
+void* Model::NewSiblingContainer() {
+  const std::string& pkg = package_->contents().path;
+  Api& a = *api_;
+  if (!a.constant_name || !a.constant_fqn || !a.constant_from_folded || !a.extract_constants ||
+      !a.update_user_managed_pairs)
+    throw RuntimeError("package '" + pkg + "': its wrapper cannot share constants between containers (torch too old)");
+  int prev = 0;
+  (void)gpuGetDevice(&prev);
+  (void)gpuSetDevice(options_.device_index);
+  struct Restore {
+    int d;
+    ~Restore() { (void)gpuSetDevice(d); }
+  } restore{prev};
+  std::string device = "cuda:" + std::to_string(options_.device_index);
+  Handle sibling = nullptr;
+  if (a.create(&sibling, 1, device.c_str(), nullptr) != 0)
+    throw RuntimeError("package '" + pkg + "': creating a second model container failed" + ShimTail());
+  size_t n = 0;
+  a.num_constants(container_, &n);
+  if (n > 0) {
+    // The container hands out its constants keyed by original FQN; the update takes internal names.
+    std::unordered_map<std::string, AtenTensorHandle> by_fqn;
+    struct Entry {
+      const char* name;
+      AtenTensorHandle handle;
+    };
+    std::vector<Entry> pairs;
+    bool ok = a.extract_constants(container_, reinterpret_cast<Handle>(&by_fqn), false) == 0;
+    for (size_t i = 0; ok && i < n; ++i) {
+      const char *name = nullptr, *fqn = nullptr;
+      bool folded = false;
+      a.constant_from_folded(container_, i, &folded);
+      if (folded) continue;  // recomputed by the sibling's own constant folding
+      a.constant_name(container_, i, &name);
+      a.constant_fqn(container_, i, &fqn);
+      auto it = by_fqn.find(fqn ? fqn : "");
+      if (it == by_fqn.end() || name == nullptr) {
+        ok = false;
+        break;
+      }
+      pairs.push_back({name, it->second});
+    }
+    if (!ok || a.update_user_managed_pairs(sibling, pairs.data(), pairs.size(), false, false) != 0) {
+      a.destroy(sibling);
+      throw RuntimeError("package '" + pkg + "': sharing constants with a second container failed" + ShimTail());
+    }
+  }
+  return sibling;
+}
+
+void Model::DeleteSiblingContainer(void* container) {
+  if (container && api_ && api_->destroy) {
+    int prev = 0;
+    (void)gpuGetDevice(&prev);
+    (void)gpuSetDevice(options_.device_index);
+    api_->destroy(container);
+    (void)gpuSetDevice(prev);
+  }
+}
+
 std::vector<AtenTensorHandle> Model::Run(const std::vector<AtenTensorHandle>& inputs, void* stream) {
+  return RunOn(container_, inputs, stream);
+}
+
+std::vector<AtenTensorHandle> Model::RunOn(void* container, const std::vector<AtenTensorHandle>& inputs,
+                                           void* stream) {
   const std::string& pkg = package_->contents().path;
   if (inputs.size() != input_names_.size())
     throw RuntimeError("package '" + pkg + "' takes " + std::to_string(input_names_.size()) + " inputs, got " +
@@ -326,7 +405,7 @@ std::vector<AtenTensorHandle> Model::Run(const std::vector<AtenTensorHandle>& in
   static SetTf32 set_tf32 = reinterpret_cast<SetTf32>(dlsym(RTLD_DEFAULT, "aotirt_gemm_set_thread_allow_tf32"));
   if (set_tf32 && tf32_mode_ >= 0) set_tf32(tf32_mode_);
   aotirt_clear_last_error();
-  Err err = api_->run(container_, stolen.data(), stolen.size(), outputs.data(), outputs.size(), stream, nullptr);
+  Err err = api_->run(container, stolen.data(), stolen.size(), outputs.data(), outputs.size(), stream, nullptr);
   if (set_tf32 && tf32_mode_ >= 0) set_tf32(-1);
   if (prev != options_.device_index) (void)gpuSetDevice(prev);
   if (err != 0) {

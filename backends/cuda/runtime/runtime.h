@@ -75,6 +75,12 @@ class Model {
   // TensorPtr). Thread-safe; up to num_instances calls run at once.
   std::vector<AtenTensorHandle> Run(const std::vector<AtenTensorHandle>& inputs, void* stream);
 
+  // A second model container over the same loaded library whose constants alias this model's (no copy). CUDA
+  // graphs capture on one, so the capture never touches the container that eager runs use.
+  void* NewSiblingContainer();
+  void DeleteSiblingContainer(void* container);
+  std::vector<AtenTensorHandle> RunOn(void* container, const std::vector<AtenTensorHandle>& inputs, void* stream);
+
  private:
   Model() = default;
   AtenTensorHandle CheckedInput(size_t i, AtenTensorHandle in, void* stream);
@@ -119,6 +125,7 @@ class CapturedModel {
   void* stream_ = nullptr;
   void* graph_ = nullptr;  // cudaGraph_t
   void* exec_ = nullptr;   // cudaGraphExec_t
+  void* container_ = nullptr;  // the sibling container the graph was captured on
   std::vector<TensorPtr> static_inputs_, static_outputs_;
 };
 
