@@ -10,7 +10,8 @@ PY="${AOTIRT_PYTHON:-python3}"
 log() { echo "[setup] $*" >&2; }
 
 APT_PKGS=(bazel-bootstrap bazel-rules-java libgtest-dev libdlpack-dev libminizip-dev zlib1g-dev
-          nlohmann-json3-dev binutils zip unzip)
+          nlohmann-json3-dev binutils zip unzip
+          hipcc libamdhip64-dev llvm-14 lld-14 clang-14 patchelf)  # ROCm compile check, Windows .lib + cross-link, wheel RUNPATHs
 if [[ "${AOTIRT_SKIP_APT:-0}" != 1 ]]; then
   missing=()
   for p in "${APT_PKGS[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done

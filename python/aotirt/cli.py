@@ -112,7 +112,7 @@ def cmd_doctor() -> int:
     gpus, text = _driver_gpu_count()
     print(f"CUDA driver: {text}")
     if gpus == 0:
-        problems.append("no GPU visible to the CUDA driver")
+        print("  (no GPU here: packages cannot run on this machine; everything else below still applies)")
     try:
         native = runtime._native()
         print(f"aotirt._C: {getattr(native, '__file__', '?')}")

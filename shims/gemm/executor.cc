@@ -1,14 +1,21 @@
 #include "shims/gemm/executor.h"
 
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
+#include <mutex>
+#include <regex>
+#include <string>
 #include <type_traits>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "shims/common/error.h"
 #include "shims/cuda/device.h"
+#include <cuda_runtime.h>
 #include "shims/gemm/cublaslt_loader.h"
 #include "shims/gemm/stats.h"
 
@@ -18,11 +25,69 @@ namespace {
 
 std::atomic<bool> g_allow_tf32{false};
 
-// Upper bound offered to the heuristic (PyTorch uses 32 MiB on Hopper). The workspace itself is allocated per call,
-// stream-ordered on the call's stream: under CUDA-graph capture that becomes the graph's own allocation node, so
-// two graphs (or a graph and eager work on another stream) never share one buffer. A workspace cached per stream
-// would be baked into a captured graph and raced by later work on that stream.
-constexpr uint64_t kMaxWorkspaceBytes = 32ull << 20;
+// ---- cuBLASLt workspace bound, as PyTorch computes it (CublasHandlePool.cpp, getCUDABlasLtWorkspaceSize): the
+// heuristic's choice depends on MAX_WORKSPACE_BYTES, so the same bound gives the same algorithm as torch's addmm.
+// cuBLAS workspace: CUBLAS_WORKSPACE_CONFIG (":SIZE_KiB:COUNT" terms summed) or 32 MiB on sm90/sm100/sm120 and
+// 4096 KiB * 2 + 16 KiB * 8 elsewhere. cuBLASLt: CUBLASLT_WORKSPACE_SIZE (KiB), else the cuBLAS size when unified
+// (TORCH_CUBLASLT_UNIFIED_WORKSPACE unset or true, torch's default outside fbcode) or 1 MiB; unified caps it at the
+// cuBLAS size.
+bool EnvFlag(const char* name, bool* value) {
+  const char* v = std::getenv(name);
+  if (v == nullptr) return false;
+  const std::string s(v);
+  *value = !(s == "0" || s == "OFF" || s == "off" || s == "NO" || s == "no" || s == "FALSE" || s == "false" ||
+             s == "N" || s == "n");
+  return true;
+}
+
+uint64_t CublasWorkspaceBytes(int major) {
+  const uint64_t fallback = (major == 9 || major == 10 || major == 12) ? 4096ull * 8 * 1024
+                                                                        : 4096ull * 1024 * 2 + 16ull * 1024 * 8;
+  const char* v = std::getenv("CUBLAS_WORKSPACE_CONFIG");
+  if (v == nullptr) return fallback;
+  const std::string config(v);
+  const std::regex exp(":([0-9]+):([0-9]+)");
+  uint64_t total = 0;
+  bool any = false;
+  for (std::sregex_iterator it(config.begin(), config.end(), exp), end; it != end; ++it) {
+    total += std::stoull((*it)[1].str()) * 1024 * std::stoull((*it)[2].str());
+    any = true;
+  }
+  return any ? total : fallback;
+}
+
+uint64_t ComputeLtWorkspaceBytes(int32_t device) {
+  int major = 9;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    major = 9;
+  }
+  bool unified = true;
+  bool set = false;
+  if (EnvFlag("TORCH_CUBLASLT_UNIFIED_WORKSPACE", &set)) unified = set;
+  const uint64_t cublas = CublasWorkspaceBytes(major);
+  uint64_t lt = unified ? cublas : 1024ull * 1024;
+  if (const char* v = std::getenv("CUBLASLT_WORKSPACE_SIZE")) {
+    char* end = nullptr;
+    const long long kib = std::strtoll(v, &end, 10);
+    if (end != v && kib >= 0) lt = static_cast<uint64_t>(kib) * 1024;
+  }
+  if (unified && cublas < lt) lt = cublas;
+  return lt;
+}
+
+constexpr int kMaxDevices = 64;
+std::atomic<int64_t> g_lt_workspace[kMaxDevices];  // 0: not computed yet (stored as bytes + 1)
+
+uint64_t LtWorkspaceBytes(int32_t device) {
+  if (device < 0 || device >= kMaxDevices) return ComputeLtWorkspaceBytes(device);
+  int64_t v = g_lt_workspace[device].load(std::memory_order_relaxed);
+  if (v == 0) {
+    v = static_cast<int64_t>(ComputeLtWorkspaceBytes(device)) + 1;
+    g_lt_workspace[device].store(v, std::memory_order_relaxed);
+  }
+  return static_cast<uint64_t>(v - 1);
+}
 
 cudaDataType_t CudaType(DType d) {
   switch (d) {
@@ -92,8 +157,12 @@ struct PlanEntry {
   Layout a, b, c;
   cublasLtMatmulAlgo_t algo;
   size_t workspace = 0;
+  const void* bias = nullptr;  // BIAS_POINTER now in desc (set only when it changes)
 
-  static Status Create(const CublasLt& lt, cublasLtHandle_t handle, const GemmPlan& plan, int64_t bias_align,
+  // The descriptor and preference attributes are PyTorch's gemm_and_bias / bgemm_internal_cublaslt ones (TRANSA/B,
+  // EPILOGUE + BIAS_POINTER, MAX_WORKSPACE_BYTES = torch's cuBLASLt workspace, alignment hints, one heuristic
+  // result), so cuBLASLt's heuristic returns the algorithm torch's addmm gets for the same problem.
+  static Status Create(const CublasLt& lt, cublasLtHandle_t handle, int32_t device, const GemmPlan& plan,
                        std::unique_ptr<PlanEntry>* out) {
     auto e = std::make_unique<PlanEntry>();
     cublasLtMatmulDesc_t d = nullptr;
@@ -109,10 +178,9 @@ struct PlanEntry {
     set(CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta), "set TRANSA");
     set(CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb), "set TRANSB");
     if (plan.epilogue == Epilogue::kBias) {
+      // BIAS_DATA_TYPE is left at its default (D's type: out's dtype), as torch leaves it.
       const cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
-      const cudaDataType_t bias_type = CudaType(plan.cd_type);
       set(CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi), "set EPILOGUE");
-      set(CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof(bias_type), "set BIAS_DATA_TYPE");
     }
     if (!s.ok()) return s;
     if (!(s = CreateLayout(lt, plan.ab_type, plan.lt_a, plan.batch, &e->a)).ok()) return s;
@@ -125,7 +193,7 @@ struct PlanEntry {
     auto pset = [&](cublasLtMatmulPreferenceAttributes_t attr, const void* v, size_t n) {
       if (s.ok()) s = LtStatus(lt, lt.cublasLtMatmulPreferenceSetAttribute(ph, attr, v, n), "set preference");
     };
-    const uint64_t ws = kMaxWorkspaceBytes;
+    const uint64_t ws = LtWorkspaceBytes(device);
     // Alignment hints from the real pointers (and batch strides): cuBLASLt then never picks a kernel that would
     // fault on, e.g., an odd-offset fp16 view. cuBLASLt has no bias hint: a misaligned bias is staged (planner).
     const uint32_t al_a = static_cast<uint32_t>(plan.lt_a.align), al_b = static_cast<uint32_t>(plan.lt_b.align);
@@ -136,7 +204,6 @@ struct PlanEntry {
     pset(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al_c, sizeof(al_c));
     pset(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al_c, sizeof(al_c));
     if (!s.ok()) return s;
-    (void)bias_align;
     cublasLtMatmulHeuristicResult_t result;
     std::memset(&result, 0, sizeof(result));
     int found = 0;
@@ -161,15 +228,22 @@ struct Key {
   int64_t v[32];
   bool operator==(const Key& o) const { return std::memcmp(v, o.v, sizeof(v)) == 0; }
 };
-struct KeyHash {
-  size_t operator()(const Key& k) const {
+template <typename K>
+struct BytesHash {
+  size_t operator()(const K& k) const {
     uint64_t h = 1469598103934665603ull;
     for (int64_t x : k.v) h = (h ^ static_cast<uint64_t>(x)) * 1099511628211ull;
-    return static_cast<size_t>(h);
+    return static_cast<size_t>(h ^ (h >> 29));
   }
 };
 
-Key MakeKey(int32_t device, const GemmPlan& p, int64_t bias_align) {
+// The bias alignment a plan's entry is built for: the staged copy is allocator-aligned.
+int64_t BiasAlignOf(const GemmPlan& p) {
+  if (p.epilogue != Epilogue::kBias) return 0;
+  return p.stage_bias ? 256 : p.bias_align;
+}
+
+Key MakeKey(int32_t device, const GemmPlan& p) {
   Key k;
   std::memset(k.v, 0, sizeof(k.v));
   int i = 0;
@@ -181,22 +255,74 @@ Key MakeKey(int32_t device, const GemmPlan& p, int64_t bias_align) {
   }
   put(static_cast<int64_t>(p.ab_type)), put(static_cast<int64_t>(p.cd_type));
   put(static_cast<int64_t>(p.compute)), put(static_cast<int64_t>(p.scale_type));
-  put(static_cast<int64_t>(p.epilogue)), put(bias_align);
+  put(static_cast<int64_t>(p.epilogue)), put(BiasAlignOf(p));
   return k;
 }
 
-// Per thread: one cuBLASLt handle per device and the plan cache; released when the thread exits.
+// ---- per-call cache: the call's metadata (op, device, TF32 mode, beta/alpha bits and every operand's dtype, sizes,
+// strides and pointer alignment: exactly what PlanGemm reads) -> its plan and cuBLASLt entry. A repeated call then
+// skips building the GemmProblem (vectors), planning and the plan-key hash. Operands above 3-D never get a key (the
+// planner rejects them anyway, with its own message).
+constexpr int kCallKeyWords = 5 + 4 * 9;
+struct CallKey {
+  int64_t v[kCallKeyWords];
+  bool operator==(const CallKey& o) const { return std::memcmp(v, o.v, sizeof(v)) == 0; }
+};
+
+bool PutOperand(int64_t* w, const Tensor* t) {
+  if (t == nullptr) {
+    w[0] = -1;
+    return true;
+  }
+  const auto& sz = t->sizes();
+  const auto& st = t->strides();
+  const size_t nd = sz.size();
+  if (nd > 3) return false;
+  w[0] = static_cast<int64_t>(nd);
+  w[1] = static_cast<int64_t>(t->dtype());
+  w[2] = AddressAlignment(reinterpret_cast<uint64_t>(t->data_ptr()));
+  for (size_t i = 0; i < nd; ++i) {
+    w[3 + i] = sz[i];
+    w[6 + i] = st[i];
+  }
+  return true;
+}
+
+bool MakeCallKey(GemmOp op, int32_t device, bool allow_tf32, double beta, double alpha, const Tensor* out,
+                 const Tensor* self, const Tensor* a, const Tensor* b, CallKey* k) {
+  std::memset(k->v, 0, sizeof(k->v));
+  k->v[0] = static_cast<int64_t>(op);
+  k->v[1] = device;
+  k->v[2] = allow_tf32;
+  std::memcpy(&k->v[3], &beta, sizeof(double));
+  std::memcpy(&k->v[4], &alpha, sizeof(double));
+  return PutOperand(&k->v[5], out) && PutOperand(&k->v[14], self) && PutOperand(&k->v[23], a) &&
+         PutOperand(&k->v[32], b);
+}
+
+struct CallEntry {
+  GemmPlan plan;
+  PlanEntry* entry = nullptr;  // owned by ThreadState::cache; null for no-op / zero-fill plans
+};
+
+// Per thread: one cuBLASLt handle per device, the plan cache and the call cache; released when the thread exits.
+// Per thread, so no lock is taken on the call path.
 struct ThreadState {
   const CublasLt* lt = nullptr;
   std::vector<cublasLtHandle_t> handles;
-  std::unordered_map<Key, std::unique_ptr<PlanEntry>, KeyHash> cache;
+  std::unordered_map<Key, std::unique_ptr<PlanEntry>, BytesHash<Key>> cache;
+  std::unordered_map<CallKey, CallEntry, BytesHash<CallKey>> calls;
   ~ThreadState() {
+    calls.clear();
     cache.clear();
     for (cublasLtHandle_t h : handles)
       if (h != nullptr) (void)lt->cublasLtDestroy(h);
   }
 };
 thread_local ThreadState t_state;
+// Dynamic shapes could make the call cache grow without bound; past this it starts over (entries are only memos of
+// the plan cache, which keeps the descriptors).
+constexpr size_t kMaxCallEntries = 4096;
 
 cublasLtHandle_t HandleFor(const char* fn, ThreadState& ts, const CublasLt& lt, int32_t device, void* stream) {
   if (static_cast<size_t>(device) >= ts.handles.size()) ts.handles.resize(device + 1, nullptr);
@@ -211,23 +337,80 @@ cublasLtHandle_t HandleFor(const char* fn, ThreadState& ts, const CublasLt& lt, 
   return h;
 }
 
+// ---- cached cuBLASLt workspace per (device, stream), for streams that are not capturing.
+// Work on one stream runs in order, so every GEMM enqueued on a stream may reuse that stream's workspace (whichever
+// thread enqueues it), as PyTorch's per-(handle, stream) cuBLAS workspaces do; this saves a cudaMallocAsync +
+// cudaFreeAsync pair per call. Each buffer has the full workspace bound (every algorithm the heuristic may return
+// fits), is never resized and never freed while the process lives (one per stream ever used, as in torch), so a
+// thread may keep its pointer without a lock. Under CUDA-graph capture the workspace is still allocated per call,
+// stream-ordered on the capturing stream: it becomes the graph's own allocation node, so a graph never shares a
+// buffer with eager work or with another graph (a cached buffer baked into a graph would race later work on the
+// stream). Caveat (shared with torch): a stream destroyed while work is still pending on it, whose handle is
+// then reused by a new stream, shares the buffer with that pending work.
+struct WorkspaceSlot {
+  int32_t device = -1;
+  void* stream = nullptr;
+  void* ptr = nullptr;
+};
+std::mutex g_ws_mu;
+std::map<std::pair<int32_t, void*>, void*>& Workspaces() {
+  static auto* m = new std::map<std::pair<int32_t, void*>, void*>();  // leaked: never freed (see above)
+  return *m;
+}
+constexpr int kThreadWorkspaceSlots = 8;
+thread_local WorkspaceSlot t_ws[kThreadWorkspaceSlots];
+thread_local int t_ws_next = 0;
+
+void* StreamWorkspace(const char* fn, int32_t device, void* stream) {
+  for (const WorkspaceSlot& s : t_ws)
+    if (s.ptr != nullptr && s.device == device && s.stream == stream) return s.ptr;
+  void* ptr = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(g_ws_mu);
+    auto& m = Workspaces();
+    auto it = m.find({device, stream});
+    if (it != m.end()) {
+      ptr = it->second;
+    } else {
+      ptr = gpu::Allocate(fn, device, static_cast<int64_t>(LtWorkspaceBytes(device)), stream);
+      // Once per stream: the allocation is then complete, hence valid on any stream that later has this handle.
+      try {
+        gpu::StreamSynchronize(fn, stream);
+      } catch (...) {
+        gpu::Free(device, ptr, stream);
+        throw;
+      }
+      m.emplace(std::make_pair(device, stream), ptr);
+    }
+  }
+  t_ws[t_ws_next] = WorkspaceSlot{device, stream, ptr};
+  t_ws_next = (t_ws_next + 1) % kThreadWorkspaceSlots;
+  return ptr;
+}
+
 // Stream-ordered scratch, freed on the same stream when the call returns (after the kernels that use it).
 class Scratch {
  public:
   Scratch(int32_t device, void* stream) : device_(device), stream_(stream) {}
   ~Scratch() {
-    for (void* p : ptrs_) gpu::Free(device_, p, stream_);
+    for (int i = 0; i < n_; ++i) gpu::Free(device_, ptrs_[i], stream_);
   }
   void* Get(const char* fn, int64_t bytes) {
     void* p = gpu::Allocate(fn, device_, bytes, stream_);
-    ptrs_.push_back(p);
+    if (n_ == kMax) {  // never reached: a call takes at most 4 scratch buffers
+      gpu::Free(device_, p, stream_);
+      throw ShimError(StrCat(fn, ": internal error: too many scratch buffers"));
+    }
+    ptrs_[n_++] = p;
     return p;
   }
 
  private:
+  static constexpr int kMax = 8;
   int32_t device_;
   void* stream_;
-  std::vector<void*> ptrs_;
+  void* ptrs_[kMax] = {};
+  int n_ = 0;
 };
 
 // A borrowed view (no ownership) over device memory.
@@ -265,21 +448,36 @@ void ZeroFill(const char* fn, Tensor& out, void* stream, Scratch& scratch) {
   gpu::CopyDeviceStrided(fn, out, *src, stream);
 }
 
-}  // namespace
+// The cached entry for `plan`, built on a miss. A bias-epilogue plan the heuristic rejects falls back to copying
+// self into out and accumulating with beta (ATen's addmm does the same when its Lt path fails); *plan is updated.
+PlanEntry* EntryFor(const char* fn, ThreadState& ts, const CublasLt& lt, cublasLtHandle_t handle, int32_t dev,
+                    GemmPlan* plan) {
+  for (;;) {
+    const Key key = MakeKey(dev, *plan);
+    auto it = ts.cache.find(key);
+    if (it != ts.cache.end()) {
+      stats::Add(stats::kHits);
+      return it->second.get();
+    }
+    std::unique_ptr<PlanEntry> e;
+    Status s = PlanEntry::Create(lt, handle, dev, *plan, &e);
+    if (!s.ok() && plan->epilogue == Epilogue::kBias) {
+      plan->epilogue = Epilogue::kNone;
+      plan->stage_bias = false;
+      plan->precopy_self = true;
+      plan->beta = 1.0;  // the planner takes the epilogue only for beta == 1
+      continue;
+    }
+    ThrowIf(fn, s);
+    stats::Add(stats::kMisses);
+    return ts.cache.emplace(key, std::move(e)).first->second.get();
+  }
+}
 
-namespace {
-// Per-thread override (-1: none). The runtime sets it around a package's run from the package's recorded
-// float32_matmul_precision, so two packages with different settings can share a process.
-thread_local int t_allow_tf32 = -1;
-}  // namespace
-
-void SetAllowTf32(bool allow) { g_allow_tf32.store(allow, std::memory_order_relaxed); }
-void SetThreadAllowTf32(int mode) { t_allow_tf32 = mode < 0 ? -1 : (mode != 0); }
-bool AllowTf32() { return t_allow_tf32 >= 0 ? t_allow_tf32 != 0 : g_allow_tf32.load(std::memory_order_relaxed); }
-
-void ExecutePlan(const char* fn, const GemmProblem& p, const GemmPlan& plan, Tensor* out, const Tensor* self,
-                 const Tensor* a, const Tensor* b) {
-  if (plan.kind == GemmPlan::Kind::kNoOp) return;
+// Runs a kMatmul / kZeroFill plan; `entry` is the plan's cache entry when the caller has it (else looked up and,
+// for the caller's memo, returned through it together with a possibly updated plan).
+void Run(const char* fn, GemmPlan& plan, PlanEntry*& entry, Tensor* out, const Tensor* self, const Tensor* a,
+         const Tensor* b) {
   const int32_t dev = out->device_index();
   gpu::DeviceGuard guard(fn, dev);  // the tensors' device, whatever the caller's current device is
   void* stream = gpu::CurrentStream(dev);
@@ -292,6 +490,12 @@ void ExecutePlan(const char* fn, const GemmProblem& p, const GemmPlan& plan, Ten
   stats::Add(stats::kCalls);
   ThreadState& ts = t_state;
   cublasLtHandle_t handle = HandleFor(fn, ts, lt, dev, stream);
+  if (entry == nullptr) {
+    entry = EntryFor(fn, ts, lt, handle, dev, &plan);  // before any GPU work: it may switch the plan
+  } else {
+    stats::Add(stats::kHits);
+  }
+  PlanEntry& e = *entry;
 
   // D: out, or a contiguous row-major scratch copied into out at the end.
   Tensor* d = out;
@@ -333,38 +537,29 @@ void ExecutePlan(const char* fn, const GemmProblem& p, const GemmPlan& plan, Ten
   const void* pa = operand(plan.stage_lt_a, plan.row_orientation ? b : a, plan.m);
   const void* pb = operand(plan.stage_lt_b, plan.row_orientation ? a : b, plan.n);
 
-  const void* bias = nullptr;
-  int64_t bias_align = 0;
   if (plan.epilogue == Epilogue::kBias) {
-    bias = self->data_ptr();
-    bias_align = plan.bias_align;
+    const void* bias = self->data_ptr();
     if (plan.stage_bias) {
       const int64_t n = plan.m;
       Tensor src(self->storage(), {n}, {self->strides().back()}, self->storage_offset(), self->dtype());
       auto dst = View(scratch.Get(fn, n * self->element_size()), dev, self->dtype(), {n}, {1});
       gpu::CopyDeviceStrided(fn, *dst, src, stream);
       bias = dst->data_ptr();
-      bias_align = 256;
       stats::Add(stats::kStaged);
     }
+    if (bias != e.bias) {
+      ThrowIf(fn, LtStatus(lt, lt.cublasLtMatmulDescSetAttribute(e.desc.get(), CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                                                 &bias, sizeof(bias)),
+                           "set BIAS_POINTER"));
+      e.bias = bias;
+    }
   }
-
-  const Key key = MakeKey(dev, plan, bias_align);
-  auto it = ts.cache.find(key);
-  if (it == ts.cache.end()) {
-    std::unique_ptr<PlanEntry> e;
-    ThrowIf(fn, PlanEntry::Create(lt, handle, plan, bias_align, &e));
-    it = ts.cache.emplace(key, std::move(e)).first;
-    stats::Add(stats::kMisses);
-  } else {
-    stats::Add(stats::kHits);
+  void* ws = nullptr;
+  if (e.workspace > 0) {
+    // cudaStreamPerThread names a different stream on every thread: never shared, allocated per call.
+    const bool cacheable = stream != static_cast<void*>(cudaStreamPerThread) && !gpu::IsCapturing(stream);
+    ws = cacheable ? StreamWorkspace(fn, dev, stream) : scratch.Get(fn, static_cast<int64_t>(e.workspace));
   }
-  PlanEntry& e = *it->second;
-  if (bias != nullptr)
-    ThrowIf(fn, LtStatus(lt, lt.cublasLtMatmulDescSetAttribute(e.desc.get(), CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
-                                                               sizeof(bias)),
-                         "set BIAS_POINTER"));
-  void* ws = e.workspace > 0 ? scratch.Get(fn, static_cast<int64_t>(e.workspace)) : nullptr;
   const float alpha_f = static_cast<float>(plan.alpha), beta_f = static_cast<float>(plan.beta);
   const int32_t alpha_i = static_cast<int32_t>(plan.alpha), beta_i = static_cast<int32_t>(plan.beta);
   const bool int_scale = plan.scale_type == DType::kInt32;
@@ -377,7 +572,71 @@ void ExecutePlan(const char* fn, const GemmProblem& p, const GemmPlan& plan, Ten
                                          static_cast<cudaStream_t>(stream)),
                        "cublasLtMatmul"));
   if (plan.stage_out) gpu::CopyDeviceStrided(fn, *out, *d, stream);
+}
+
+Operand OperandOf(const Tensor& t) {
+  Operand o;
+  o.present = true;
+  o.dtype = t.dtype();
+  o.sizes = t.sizes();
+  o.strides = t.strides();
+  o.align = AddressAlignment(reinterpret_cast<uint64_t>(t.data_ptr()));
+  return o;
+}
+
+}  // namespace
+
+namespace {
+// Per-thread override (-1: none). The runtime sets it around a package's run from the package's recorded
+// float32_matmul_precision, so two packages with different settings can share a process.
+thread_local int t_allow_tf32 = -1;
+}  // namespace
+
+void SetAllowTf32(bool allow) { g_allow_tf32.store(allow, std::memory_order_relaxed); }
+void SetThreadAllowTf32(int mode) { t_allow_tf32 = mode < 0 ? -1 : (mode != 0); }
+bool AllowTf32() { return t_allow_tf32 >= 0 ? t_allow_tf32 != 0 : g_allow_tf32.load(std::memory_order_relaxed); }
+
+void ExecutePlan(const char* fn, const GemmProblem& p, const GemmPlan& plan, Tensor* out, const Tensor* self,
+                 const Tensor* a, const Tensor* b) {
   (void)p;
+  if (plan.kind == GemmPlan::Kind::kNoOp) return;
+  GemmPlan local = plan;
+  PlanEntry* entry = nullptr;
+  Run(fn, local, entry, out, self, a, b);
+}
+
+void RunGemm(const char* fn, GemmOp op, Tensor* out, const Tensor* self, const Tensor* a, const Tensor* b,
+             double beta, double alpha) {
+  const bool allow_tf32 = AllowTf32();
+  const int32_t dev = out->device_index();
+  ThreadState& ts = t_state;
+  CallKey key;
+  const bool keyed = MakeCallKey(op, dev, allow_tf32, beta, alpha, out, self, a, b, &key);
+  if (keyed) {
+    auto it = ts.calls.find(key);
+    if (it != ts.calls.end()) {
+      CallEntry& ce = it->second;
+      if (ce.plan.kind == GemmPlan::Kind::kNoOp) return;
+      Run(fn, ce.plan, ce.entry, out, self, a, b);
+      return;
+    }
+  }
+  GemmProblem p;
+  p.op = op;
+  p.out = OperandOf(*out);
+  p.a = OperandOf(*a);
+  p.b = OperandOf(*b);
+  if (self != nullptr) p.self = OperandOf(*self);
+  p.beta = beta;
+  p.alpha = alpha;
+  p.allow_tf32 = allow_tf32;
+  CallEntry ce;
+  ThrowIf(fn, PlanGemm(p, &ce.plan));
+  if (ce.plan.kind != GemmPlan::Kind::kNoOp) Run(fn, ce.plan, ce.entry, out, self, a, b);
+  if (keyed) {  // only after a successful call: a failing one is planned (and reported) again next time
+    if (ts.calls.size() >= kMaxCallEntries) ts.calls.clear();
+    ts.calls.emplace(key, ce);
+  }
 }
 
 }  // namespace gemm

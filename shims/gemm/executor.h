@@ -15,6 +15,12 @@ void SetAllowTf32(bool allow);
 void SetThreadAllowTf32(int mode);
 bool AllowTf32();
 
+// The whole GEMM call after the entry's handle and device checks: plans (PlanGemm) and executes. Repeated calls with
+// the same metadata (shapes, strides, dtypes, pointer alignments, beta, alpha, TF32 mode) reuse a per-thread cached
+// plan and cuBLASLt entry. Throws ShimError / NotSupportedError with messages starting with fn.
+void RunGemm(const char* fn, GemmOp op, Tensor* out, const Tensor* self, const Tensor* a, const Tensor* b,
+             double beta, double alpha);
+
 // Runs `plan` (made by PlanGemm for these tensors). self may be null when the plan does not read it. Throws
 // ShimError / NotSupportedError with messages starting with fn.
 void ExecutePlan(const char* fn, const GemmProblem& problem, const GemmPlan& plan, Tensor* out, const Tensor* self,

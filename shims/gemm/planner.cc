@@ -333,7 +333,11 @@ Status PlanGemm(const GemmProblem& p, GemmPlan* plan) {
     if (ss.size() == 1) bias_row = ss[0] == N && (st[0] == 1 || N == 1);
     if (ss.size() == 2)
       bias_row = ss[1] == N && (st[1] == 1 || N == 1) && (ss[0] == 1 || st[0] == 0);
-    const bool use_bias = p.op == GemmOp::kAddmm && beta == 1.0 && bias_row && row && K > 1 && M > 1 && N > 1 &&
+    // ATen also requires M > 1 (its comment: cublasLtMatmulAlgoGetHeuristic returned CUBLAS_STATUS_INVALID_VALUE
+    // for a single row or column; a heuristic error, not a wrong result). In row orientation M is cuBLASLt's n and
+    // the bias runs along m = N for any n, so M == 1 takes the epilogue too (one kernel instead of a copy and a
+    // beta-accumulating GEMM); should the heuristic reject it, the executor falls back to the copy path as ATen.
+    const bool use_bias = p.op == GemmOp::kAddmm && beta == 1.0 && bias_row && row && K > 1 && N > 1 &&
                           M < kBiasDimLimit && N < kBiasDimLimit && K < kBiasDimLimit;
     if (use_bias) {
       plan->epilogue = Epilogue::kBias;

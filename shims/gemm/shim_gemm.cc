@@ -11,16 +11,6 @@ namespace aotirt {
 namespace gemm {
 namespace {
 
-Operand OperandOf(const Tensor& t) {
-  Operand o;
-  o.present = true;
-  o.dtype = t.dtype();
-  o.sizes = t.sizes();
-  o.strides = t.strides();
-  o.align = AddressAlignment(reinterpret_cast<uint64_t>(t.data_ptr()));
-  return o;
-}
-
 // Every tensor must be a CUDA tensor on out's device; messages name both devices.
 void CheckDevice(const char* fn, const Tensor& out, const Tensor& t, const char* name) {
   AOTIRT_CHECK(t.is_cuda(), fn, name, " is on ", DeviceName(t.device_type(), t.device_index()),
@@ -45,22 +35,7 @@ void Run(const char* fn, GemmOp op, AtenTensorHandle out_h, AtenTensorHandle sel
   if (self != nullptr) CheckDevice(fn, *out, *self, "self");
   AOTIRT_CHECK(out->numel() == 0 || out->data_ptr() != nullptr, fn, "out has no data");
 
-  GemmProblem p;
-  p.op = op;
-  p.out = OperandOf(*out);
-  p.a = OperandOf(*a);
-  p.b = OperandOf(*b);
-  if (self != nullptr) p.self = OperandOf(*self);
-  p.beta = beta;
-  p.alpha = alpha;
-  p.allow_tf32 = AllowTf32();
-  GemmPlan plan;
-  Status s = PlanGemm(p, &plan);
-  if (!s.ok()) {
-    if (s.code == Status::kNotSupported) throw NotSupportedError(StrCat(fn, ": ", s.message));
-    throw ShimError(StrCat(fn, ": ", s.message));
-  }
-  ExecutePlan(fn, p, plan, out, self, a, b);
+  RunGemm(fn, op, out, self, a, b, beta, alpha);
 }
 
 }  // namespace

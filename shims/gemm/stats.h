@@ -17,7 +17,8 @@ struct GemmStats {
   int64_t plan_cache_misses = 0;     // descriptor + heuristic builds
   int64_t staged_operands = 0;       // operands, outs or biases copied through scratch (slower path)
   int64_t self_copies = 0;           // addmm/baddbmm self copied into out (beta-accumulate path)
-  int64_t heuristic_failures = 0;    // cuBLASLt found no algorithm: an error, never a silent fallback
+  int64_t heuristic_failures = 0;    // cuBLASLt found no algorithm: an error, except for a bias epilogue, which
+                                     // then falls back (counted here) to the self-copy path, as ATen's addmm
 };
 
 GemmStats Stats();

@@ -77,7 +77,9 @@ def exported_names(lib: str, nm: str = "nm") -> set[str]:
     """Defined, exported (dynamic) function/data names of a shared object, or all external names of an import lib."""
     if lib.endswith(".lib"):
         out = subprocess.run([nm, lib], capture_output=True, text=True, check=True).stdout
-        return {ln.split()[-1] for ln in out.splitlines() if ln.strip() and " T " in ln}
+        # llvm-nm lists an __imp_ twin of every import-library export: count the name once.
+        return {ln.split()[-1] for ln in out.splitlines()
+                if ln.strip() and " T " in ln and not ln.split()[-1].startswith("__imp_")}
     out = subprocess.run([nm, "-D", "--defined-only", lib], capture_output=True, text=True, check=True).stdout
     names = set()
     for ln in out.splitlines():

@@ -13,6 +13,9 @@
 
 #include "shims/include/aotirt/shim.h"
 
+// The runtime API is exported from libaotirt_runtime.so (everything else is built with hidden visibility).
+#define AOTIRT_RUNTIME_API __attribute__((visibility("default")))
+
 namespace aotirt {
 
 // Owning handle: deletes the tensor object on destruction.
@@ -21,7 +24,7 @@ struct TensorDeleter {
 };
 using TensorPtr = std::unique_ptr<AtenTensorOpaque, TensorDeleter>;
 
-class RuntimeError : public std::runtime_error {
+class AOTIRT_RUNTIME_API RuntimeError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
@@ -36,7 +39,7 @@ struct PackageContents {
   std::vector<std::string> entries;              // every entry of the archive
 };
 
-class Package {
+class AOTIRT_RUNTIME_API Package {
  public:
   // Reads the archive directory; throws RuntimeError for a missing, unreadable or non-AOTInductor file.
   static std::shared_ptr<Package> Open(const std::string& path, const std::string& model_name = "model");
@@ -55,7 +58,7 @@ struct ModelOptions {
   std::string model_name = "model";
 };
 
-class Model {
+class AOTIRT_RUNTIME_API Model {
  public:
   static std::shared_ptr<Model> Load(const std::string& package_path, const ModelOptions& options = {});
   ~Model();
@@ -110,7 +113,7 @@ class Model {
 // model that cannot be captured raises RuntimeError and keeps working through Model::Run. Replay() copies new inputs
 // (same shapes and dtypes) into the static buffers and launches the graph on the same stream; the returned handles
 // alias the static outputs, which the next Replay() overwrites (copy them if you keep them).
-class CapturedModel {
+class AOTIRT_RUNTIME_API CapturedModel {
  public:
   static std::unique_ptr<CapturedModel> Capture(std::shared_ptr<Model> model,
                                                 const std::vector<AtenTensorHandle>& example_inputs, void* stream,
@@ -130,7 +133,7 @@ class CapturedModel {
 };
 
 // Throws RuntimeError(what + the shims' last error) when err != 0.
-void CheckShim(AOTITorchError err, const std::string& what);
+AOTIRT_RUNTIME_API void CheckShim(AOTITorchError err, const std::string& what);
 
 }  // namespace aotirt
 #endif  // AOTIRT_BACKENDS_CUDA_RUNTIME_RUNTIME_H_

@@ -207,8 +207,13 @@ TEST(Planner, OtherSelfIsCopiedAndAccumulated) {
   EXPECT_EQ(p.beta, 0.5);
   GemmPlan q = PlanOk(Addmm(T({5}, {1}), kA, kB, T({4, 5}, {1, 4})));  // bias row, column-major out
   EXPECT_TRUE(q.precopy_self);
-  GemmPlan r = PlanOk(Addmm(T({5}, {1}), T({1, 3}, {3, 1}), kB, T({1, 5}, {5, 1})));  // M == 1: like ATen
-  EXPECT_TRUE(r.precopy_self);
+  // M == 1: the epilogue too (ATen's M > 1 guard is about a heuristic error; the executor falls back if it occurs)
+  GemmPlan r = PlanOk(Addmm(T({5}, {1}), T({1, 3}, {3, 1}), kB, T({1, 5}, {5, 1})));
+  EXPECT_EQ(r.epilogue, Epilogue::kBias);
+  EXPECT_FALSE(r.precopy_self);
+  EXPECT_EQ(r.n, 1);
+  GemmPlan s = PlanOk(Addmm(T({1}, {1}), kA, T({3, 1}, {1, 1}), T({4, 1}, {1, 1})));  // N == 1: like ATen
+  EXPECT_TRUE(s.precopy_self);
 }
 
 TEST(Planner, BetaZeroIgnoresSelf) {

@@ -20,6 +20,8 @@ sys.path.insert(0, os.path.dirname(MANIFEST_PY))
 import manifest  # noqa: E402  (imported by path, as the build does)
 
 GEMM_RE = re.compile(r"^aoti_torch_cuda__?\w*mm_out$")
+# The cuBLASLt settings entries go with the GEMM shims: Linux CUDA only too.
+GEMM_SETTINGS_RE = re.compile(r"^aotirt_gemm_\w+$")
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +62,9 @@ def test_gemm_shims_are_linux_cuda_only(entries):
         assert e.platforms == frozenset({"linux_cuda"}), (e.name, sorted(e.platforms))
     # Conversely, everything else is on every platform (a Linux-only non-GEMM would be a silent Windows gap).
     for e in entries:
-        if not GEMM_RE.match(e.name):
+        if GEMM_SETTINGS_RE.match(e.name):
+            assert e.platforms == frozenset({"linux_cuda"}), (e.name, sorted(e.platforms))
+        elif not GEMM_RE.match(e.name):
             assert e.platforms == frozenset(manifest.PLATFORMS), (e.name, sorted(e.platforms))
 
 
