@@ -60,8 +60,8 @@ for s in "${SUITES[@]}"; do
     py) run_py_tests ;;
     main|all) $PY -m aotirt.demo_main --out "$OUT/main.json" 2>&1 | tail -20 | tee "$OUT/main.log" ;;&
     bench|all)
-      for b in benchmarks/gemm.py benchmarks/runtime.py; do
-        [[ -f "$b" ]] && $PY "$b" --out "$OUT" 2>&1 | tail -60 | tee "$OUT/$(basename "$b" .py).log"
+      for b in ${BENCHES:-benchmarks/gemm.py benchmarks/runtime.py}; do
+        [[ -f "$b" ]] && timeout "${BENCH_TIMEOUT:-300}" $PY "$b" --out "$OUT" 2>&1 | tail -80 | tee "$OUT/$(basename "$b" .py).log"
       done ;;
   esac
 done
