@@ -77,6 +77,8 @@ std::string Explain(const std::string& pkg, const char* dlerr) {
            "', which libaoti_cuda_shims does not provide (the model calls an operator this runtime has no shim "
            "for; recompile it so Inductor generates a kernel instead, or use a newer runtime)";
   }
+  if (msg.find("libcuda.so") != std::string::npos)
+    msg += " (the NVIDIA driver library is missing: this machine cannot run CUDA packages)";
   return "package '" + pkg + "': cannot load its wrapper library: " + msg;
 }
 
@@ -106,17 +108,6 @@ std::shared_ptr<Model> Model::Load(const std::string& package_path, const ModelO
   if (dev_key != c.metadata.end() && dev_key->second != "cuda")
     throw RuntimeError("package '" + package_path + "' was compiled for device '" + dev_key->second +
                        "'; this runtime runs CUDA packages (compile with device cuda)");
-
-  int count = 0;
-  gpuError_t cerr = gpuGetDeviceCount(&count);
-  if (cerr != gpuSuccess) {
-    (void)gpuGetLastError();
-    throw RuntimeError(std::string("no usable " AOTIRT_GPU_RUNTIME_NAME " device to load '") + package_path +
-                       "' on: " + gpuGetErrorName(cerr) + " (" + gpuGetErrorString(cerr) + ")");
-  }
-  if (options.device_index >= count)
-    throw RuntimeError("device cuda:" + std::to_string(options.device_index) + " does not exist (" +
-                       std::to_string(count) + " visible)");
 
   PromoteDependencies();
   // Load the wrapper from memory: no temp files to clean up, and each Model gets its own copy of the library's
@@ -155,6 +146,18 @@ std::shared_ptr<Model> Model::Load(const std::string& package_path, const ModelO
   Resolve(m->library_, "AOTInductorModelContainerExtractConstantsMap", &a.extract_constants, package_path, false);
   Resolve(m->library_, "AOTInductorModelContainerUpdateUserManagedConstantBufferPairs",
           &a.update_user_managed_pairs, package_path, false);
+
+  // The package and its library are checked first (also on machines without a GPU); now the device.
+  int count = 0;
+  gpuError_t cerr = gpuGetDeviceCount(&count);
+  if (cerr != gpuSuccess) {
+    (void)gpuGetLastError();
+    throw RuntimeError(std::string("no usable " AOTIRT_GPU_RUNTIME_NAME " device to load '") + package_path +
+                       "' on: " + gpuGetErrorName(cerr) + " (" + gpuGetErrorString(cerr) + ")");
+  }
+  if (options.device_index >= count)
+    throw RuntimeError("device cuda:" + std::to_string(options.device_index) + " does not exist (" +
+                       std::to_string(count) + " visible)");
 
   // Container creation and constant upload allocate on the current device: pin it for the duration.
   int prev_device = 0;
