@@ -35,3 +35,6 @@ TOL = {  # per-dtype tolerances against eager (same GPU): Inductor fuses and reo
     "float16": dict(atol=2e-2, rtol=2e-2),
     "bfloat16": dict(atol=6e-2, rtol=6e-2),
 }
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "multi_gpu: needs two GPUs of one host")
