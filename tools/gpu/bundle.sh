@@ -16,7 +16,7 @@ FLAGS=(--config=gpu_runner --repo_env=PYTHON_BIN_PATH="$PY312")
 # GPU test binaries: every cc_test tagged gpu.
 mapfile -t GPU_TESTS < <("${BZ[@]}" query 'attr(tags, "\bgpu\b", kind("cc_test", //...))' 2>/dev/null)
 TARGETS=(//backends/cuda:libaoti_cuda_shims.so //backends/cuda:libaotirt_runtime.so //backends/cuda:aotirt_run
-         //backends/cuda/python:_C.so "${GPU_TESTS[@]}")
+         //backends/cuda/python:_C.so //tools/wheel "${GPU_TESTS[@]}")
 echo "[bundle] building ${#TARGETS[@]} targets for the GPU runner (${#GPU_TESTS[@]} gpu tests)" >&2
 "${BZ[@]}" build "${FLAGS[@]}" "${TARGETS[@]}"
 BIN="$("${BZ[@]}" info "${FLAGS[@]}" bazel-bin 2>/dev/null)"
@@ -38,5 +38,7 @@ cp gpu_bundle/lib/libaoti_cuda_shims.so gpu_bundle/python/aotirt/lib/
 cp shims/shim_manifest.tsv gpu_bundle/python/aotirt/
 chmod -R u+w gpu_bundle
 # Binaries find the libraries through $ORIGIN rpaths or LD_LIBRARY_PATH (run.sh sets it).
+# The cp312 wheel users get: run.sh installs it and runs the GPU tests on it.
+cp -L "$BIN"/tools/wheel/aotirt-*.whl gpu_bundle/
 git rev-parse HEAD > gpu_bundle/COMMIT 2>/dev/null || true
 du -sh gpu_bundle >&2

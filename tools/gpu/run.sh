@@ -15,8 +15,24 @@ export AOTIRT_RUN="$B/bin/aotirt_run"
 export AOTIRT_BUNDLE="$B"
 export TORCHINDUCTOR_CACHE_DIR="${TORCHINDUCTOR_CACHE_DIR:-/tmp/aotirt_inductor_cache}"
 PY="${PYTHON:-python3}"
+# Test the wheel users get: pip-install the bundled cp312 wheel into a folder and import aotirt from there
+# (AOTIRT_USE_BUNDLE_PY=1 uses the unpacked bundle instead).
+WHEEL="$(ls "$B"/aotirt-*.whl 2>/dev/null | head -1)"
+if [[ -n "$WHEEL" && "${AOTIRT_USE_BUNDLE_PY:-0}" != 1 ]]; then
+  SITE=/tmp/aotirt_wheel_site
+  rm -rf "$SITE"
+  if $PY -m pip install -q --no-deps --no-index --target "$SITE" "$WHEEL" > /tmp/aotirt_wheel_install.log 2>&1; then
+    export PYTHONPATH="$SITE:$ROOT/tests/gpu:${PYTHONPATH#"$B/python:"}"
+    export AOTIRT_SHIM_LIB="$SITE/aotirt/lib/libaoti_cuda_shims.so"
+    [[ -x "$SITE/aotirt/bin/aotirt_run" ]] && export AOTIRT_RUN="$SITE/aotirt/bin/aotirt_run"
+    WHEEL_NOTE="python package: pip-installed $(basename "$WHEEL")"
+  else
+    WHEEL_NOTE="python package: wheel install FAILED ($(tail -1 /tmp/aotirt_wheel_install.log)); using the bundle"
+  fi
+fi
 SUITES=("$@"); [[ ${#SUITES[@]} -eq 0 ]] && SUITES=(all)
 summary="$OUT/summary.txt"; : > "$summary"
+[[ -n "${WHEEL_NOTE:-}" ]] && echo "$WHEEL_NOTE" | tee -a "$summary"
 echo "commit $(cat "$B/COMMIT" 2>/dev/null) on $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null)" | tee -a "$summary"
 
 run_cc_tests() {
