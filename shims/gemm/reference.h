@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "shims/gemm/planner.h"
+#include "shims/tensor/host_copy.h"
 
 namespace aotirt {
 namespace gemm {
@@ -23,10 +24,11 @@ struct HostTensors {
 Status ExecuteReference(const GemmProblem& problem, const GemmPlan& plan, const HostTensors& t);
 
 // Host conversions used by the reference and tests (round to nearest even).
-uint16_t FloatToHalf(float f);
-float HalfToFloat(uint16_t h);
-uint16_t FloatToBFloat16(float f);
-float BFloat16ToFloat(uint16_t h);
+// fp16/bf16 <-> float: aotirt::FloatToHalf & co. in shims/tensor/host_copy.h (re-exported here for the tests).
+using ::aotirt::BFloat16ToFloat;
+using ::aotirt::FloatToBFloat16;
+using ::aotirt::FloatToHalf;
+using ::aotirt::HalfToFloat;
 // Reads/writes element i of a buffer of the given dtype as double (int32 stores wrap, as in cuBLASLt).
 double LoadAs(DType d, const void* base, int64_t i);
 void StoreAs(DType d, void* base, int64_t i, double v);

@@ -28,59 +28,6 @@ void CapsuleDestructor(PyObject* capsule) {
   }
 }
 
-class PyModel {
- public:
-  PyModel(const std::string& path, int device_index, int num_instances, const std::string& model_name) {
-    aotirt::ModelOptions o;
-    o.device_index = device_index;
-    o.num_instances = num_instances;
-    o.model_name = model_name;
-    py::gil_scoped_release release;
-    model_ = aotirt::Model::Load(path, o);
-  }
-
-  py::list Run(const py::list& inputs, uintptr_t stream) {
-    std::vector<aotirt::TensorPtr> owned;
-    std::vector<AtenTensorHandle> handles;
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      py::object obj = inputs[i];
-      PyObject* cap = obj.ptr();
-      if (!PyCapsule_IsValid(cap, kDLTensor))
-        throw aotirt::RuntimeError("input " + std::to_string(i) +
-                                   " is not an unconsumed DLPack capsule (pass x.__dlpack__())");
-      auto* m = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(cap, kDLTensor));
-      AtenTensorHandle h = aotirt::FromDLPack(m);  // owns m from here on
-      PyCapsule_SetName(cap, kUsedDLTensor);
-      owned.emplace_back(h);
-      handles.push_back(h);
-    }
-    std::vector<AtenTensorHandle> outs;
-    {
-      py::gil_scoped_release release;
-      outs = model_->Run(handles, reinterpret_cast<void*>(stream));
-      owned.clear();  // drop our aliases of the inputs (the producers' tensors stay alive on their side)
-    }
-    py::list result;
-    for (size_t i = 0; i < outs.size(); ++i) {
-      DLManagedTensor* m = nullptr;
-      try {
-        m = aotirt::ToDLPack(outs[i]);
-      } catch (...) {
-        for (size_t j = i; j < outs.size(); ++j) aoti_torch_delete_tensor_object(outs[j]);
-        throw;
-      }
-      result.append(py::reinterpret_steal<py::object>(PyCapsule_New(m, kDLTensor, &CapsuleDestructor)));
-    }
-    return result;
-  }
-
-  const aotirt::Model& model() const { return *model_; }
-  const std::shared_ptr<aotirt::Model>& shared() const { return model_; }
-
- private:
-  std::shared_ptr<aotirt::Model> model_;
-};
-
 // Imports DLPack capsules as owned handles (consumes the capsules).
 std::vector<aotirt::TensorPtr> Import(const py::list& inputs) {
   std::vector<aotirt::TensorPtr> owned;
@@ -110,6 +57,37 @@ py::list Export(std::vector<AtenTensorHandle> outs) {
   }
   return result;
 }
+
+class PyModel {
+ public:
+  PyModel(const std::string& path, int device_index, int num_instances, const std::string& model_name) {
+    aotirt::ModelOptions o;
+    o.device_index = device_index;
+    o.num_instances = num_instances;
+    o.model_name = model_name;
+    py::gil_scoped_release release;
+    model_ = aotirt::Model::Load(path, o);
+  }
+
+  py::list Run(const py::list& inputs, uintptr_t stream) {
+    auto owned = Import(inputs);
+    std::vector<AtenTensorHandle> handles;
+    for (auto& t : owned) handles.push_back(t.get());
+    std::vector<AtenTensorHandle> outs;
+    {
+      py::gil_scoped_release release;
+      outs = model_->Run(handles, reinterpret_cast<void*>(stream));
+      owned.clear();  // drop our aliases of the inputs (the producers' tensors stay alive on their side)
+    }
+    return Export(std::move(outs));
+  }
+
+  const aotirt::Model& model() const { return *model_; }
+  const std::shared_ptr<aotirt::Model>& shared() const { return model_; }
+
+ private:
+  std::shared_ptr<aotirt::Model> model_;
+};
 
 class PyCaptured {
  public:

@@ -1,0 +1,298 @@
+"""What each target platform supports, read from the shim manifest, and the lowering refusals built on it.
+
+Platform keys are the manifest's: linux_cuda, windows_cuda, rocm. Every rule here is a pure function of plain data
+(options, a manifest, GPU properties, the set of shims a model calls) so CPU tests can check each refusal; the only
+functions that touch torch or a GPU are `detect_target` and `gpu_properties` (tests monkeypatch them).
+Each refusal collects everything that is wrong and says once what to change (after ExecuTorch's aoti_backend.py).
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import os
+import re
+import sys
+from typing import Iterable, Mapping
+
+from aotirt.errors import SmallGpuError, SpecError, UnsupportedPlatformError, UnsupportedShimError
+
+PLATFORM_KEYS = ("linux_cuda", "windows_cuda", "rocm")
+# Inductor's is_big_gpu (torch/_inductor/utils.py): below this many SMs it turns Triton GEMM/conv templates off.
+MIN_SMS_FOR_TRITON_TEMPLATES = 68
+MANIFEST_ENV = "AOTIRT_SHIM_MANIFEST"
+_HERE = os.path.dirname(os.path.abspath(__file__))
+# The wheel ships the manifest inside the package; a source tree or Bazel runfiles have it at shims/.
+MANIFEST_CANDIDATES = (os.path.join(_HERE, "shim_manifest.tsv"),
+                       os.path.join(_HERE, "..", "..", "shims", "shim_manifest.tsv"))
+
+
+def platform_key(platform: str, target: str) -> str:
+    """('linux', 'cuda') -> 'linux_cuda'; ('windows', 'cuda') -> 'windows_cuda'; ('linux', 'rocm') -> 'rocm'."""
+    if target == "rocm":
+        if platform != "linux":
+            raise UnsupportedPlatformError(f"target=rocm with platform={platform!r} is not supported: the ROCm "
+                                           f"build exists for Linux only; use platform=linux or target=cuda")
+        return "rocm"
+    if target == "cuda" and platform in ("linux", "windows"):
+        return f"{platform}_cuda"
+    raise SpecError(f"no platform for platform={platform!r}, target={target!r}; valid: platform linux|windows, "
+                    f"target cuda|rocm")
+
+
+# ---- the manifest ---------------------------------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class Manifest:
+    """Shim name -> platforms that export it (parsed from shims/shim_manifest.tsv)."""
+    platforms_of: Mapping[str, frozenset]
+    notes: Mapping[str, str]
+    path: str = ""
+
+    def names(self, key: str) -> frozenset:
+        if key not in PLATFORM_KEYS:
+            raise SpecError(f"unknown platform {key!r}; valid: {list(PLATFORM_KEYS)}")
+        return frozenset(n for n, p in self.platforms_of.items() if key in p)
+
+
+def parse_manifest(text: str, path: str = "") -> Manifest:
+    """The same format tools/manifest/manifest.py reads: NAME<TAB>PLATFORMS[<TAB>note], '#' comments."""
+    platforms_of, notes = {}, {}
+    for lineno, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        parts = raw.split("\t")
+        if len(parts) < 2:
+            raise UnsupportedPlatformError(f"shim manifest {path or '<text>'} line {lineno}: expected "
+                                           f"NAME<TAB>PLATFORMS, got {raw!r}")
+        name = parts[0].strip()
+        plats = frozenset(p.strip() for p in parts[1].split(",") if p.strip())
+        unknown = sorted(plats - set(PLATFORM_KEYS))
+        if unknown or name in platforms_of:
+            why = f"unknown platform(s) {unknown}" if unknown else "listed twice"
+            raise UnsupportedPlatformError(f"shim manifest {path or '<text>'} line {lineno}: {name} {why}")
+        platforms_of[name] = plats
+        notes[name] = parts[2].strip() if len(parts) > 2 else ""
+    return Manifest(platforms_of, notes, path)
+
+
+def manifest_path() -> str:
+    """$AOTIRT_SHIM_MANIFEST, else the package's copy (wheel), else the source tree's shims/shim_manifest.tsv."""
+    env = os.environ.get(MANIFEST_ENV)
+    if env:
+        return env
+    for cand in MANIFEST_CANDIDATES:
+        if os.path.isfile(cand):
+            return os.path.normpath(cand)
+    raise UnsupportedPlatformError(f"the shim manifest is not found (looked at {[os.path.normpath(c) for c in MANIFEST_CANDIDATES]}); "
+                                   f"set {MANIFEST_ENV} to shims/shim_manifest.tsv or reinstall the aotirt wheel")
+
+
+@functools.lru_cache(maxsize=4)
+def _load_cached(path: str, mtime: float) -> Manifest:
+    with open(path) as f:
+        return parse_manifest(f.read(), path)
+
+
+def load_manifest(path: str | None = None) -> Manifest:
+    path = path or manifest_path()
+    return _load_cached(path, os.path.getmtime(path))
+
+
+def supported_shims(key: str, manifest: Manifest | None = None) -> frozenset:
+    """The shim names the `key` build exports: the fallback kernels generated code may call on that platform."""
+    return (manifest or load_manifest()).names(key)
+
+
+# ---- spec rules (no model, no GPU needed) ---------------------------------------------------------------------------
+def check_options(opts, target: str | None = None) -> str:
+    """Refuses option combinations a platform cannot run; returns the platform key. Lists every problem at once."""
+    target = target or opts.resolved_target()
+    key = platform_key(opts.platform, target)
+    backends = opts.max_autotune_gemm_backends.split(",")
+    where = {"windows_cuda": "the Windows build (its DLL carries no cuBLAS GEMM shims)",
+             "rocm": "ROCm (there is no cuBLAS, and the ROCm build has no GEMM shims)"}.get(key)
+    problems = []
+    if where and "ATEN" in backends:
+        problems.append(f"max_autotune_gemm_backends={opts.max_autotune_gemm_backends!r} lets Inductor call "
+                        f"ATen/cuBLAS GEMM shims (aoti_torch_cuda_mm_out, ...), which {where} lacks: use "
+                        f"max_autotune_gemm_backends='TRITON'")
+    if where and not opts.max_autotune:
+        problems.append(f"max_autotune=OFF makes Inductor call cuBLAS GEMM shims for every matmul, which {where} "
+                        f"lacks: use max_autotune=ON with max_autotune_gemm_backends='TRITON'")
+    if problems:
+        raise UnsupportedPlatformError(f"cannot lower for {key}: " + "; ".join(problems))
+    return key
+
+
+# ---- model rules (from the exported graph) --------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class ModelFeatures:
+    """What in a graph decides which kernels Inductor can choose (see `model_features`)."""
+    gemms: tuple = ()  # op names of matmul-like nodes
+    convolutions: tuple = ()  # op names of convolution nodes
+
+
+_GEMM_OPS = ("mm", "addmm", "bmm", "baddbmm", "matmul", "linear", "_int_mm", "einsum", "addbmm", "addmv", "mv")
+_CONV_OPS = ("convolution", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+             "conv_transpose3d", "_convolution")
+
+
+def _op_name(target) -> str:
+    """'aten::addmm' / aten.addmm.default / edge ops -> 'addmm'."""
+    name = getattr(target, "_name", None) or getattr(getattr(target, "_op", None), "_name", None) or str(target)
+    name = name.split("::")[-1]
+    return name.split(".")[0]
+
+
+def model_features(graph) -> ModelFeatures:
+    """Finds GEMMs and convolutions among the call_function nodes of an fx graph (an ExportedProgram's .graph)."""
+    gemms, convs = set(), set()
+    for node in graph.nodes:
+        if node.op != "call_function":
+            continue
+        name = _op_name(node.target)
+        if name in _GEMM_OPS:
+            gemms.add(name)
+        elif name in _CONV_OPS:
+            convs.add(name)
+    return ModelFeatures(tuple(sorted(gemms)), tuple(sorted(convs)))
+
+
+def check_model(opts, features: ModelFeatures, key: str, manifest: Manifest | None = None) -> None:
+    """Refuses, before Inductor runs, models that would fail deep inside it or call a shim `key` lacks.
+
+    Checked on the H200 (torch 2.11): a convolution needs Triton conv templates, which Inductor offers only with
+    max_autotune on and TRITON among the *GEMM* backends; otherwise it either finds no choice (NoValidChoicesError)
+    or falls back to aoti_torch_cuda_convolution.
+    """
+    if not features.convolutions:
+        return
+    convs = ", ".join(features.convolutions)
+    backends = opts.max_autotune_gemm_backends.split(",")
+    if not opts.max_autotune:
+        shim = f"aoti_torch_{'cuda' if key != 'rocm' else 'cuda'}_convolution"
+        if shim not in supported_shims(key, manifest):
+            raise UnsupportedShimError(
+                f"the model has convolutions ({convs}); with max_autotune=OFF Inductor lowers them to the ATen "
+                f"fallback {shim}, which the {key} shim library does not have: use max_autotune=ON with "
+                f"max_autotune_gemm_backends including TRITON (e.g. 'ATEN,TRITON' or 'TRITON')", [shim])
+    elif "TRITON" not in backends:
+        raise UnsupportedShimError(
+            f"the model has convolutions ({convs}); Inductor offers its Triton convolution templates only when "
+            f"TRITON is among max_autotune_gemm_backends, so with {opts.max_autotune_gemm_backends!r} it has no "
+            f"valid choice (NoValidChoicesError): use max_autotune_gemm_backends='ATEN,TRITON'", [])
+
+
+# ---- the GPU the model is lowered on --------------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class GpuProperties:
+    name: str
+    sm_count: int  # multiprocessors (CUs on ROCm)
+    major: int = 0
+    minor: int = 0
+
+
+def gpu_properties(device_index: int | None = None) -> GpuProperties:
+    """The lowering GPU's properties from torch (tests monkeypatch this to simulate small GPUs)."""
+    import torch
+    idx = torch.cuda.current_device() if device_index is None else device_index
+    p = torch.cuda.get_device_properties(idx)
+    return GpuProperties(p.name, int(p.multi_processor_count), int(p.major), int(p.minor))
+
+
+def triton_templates_available(gpu: GpuProperties, target: str) -> bool:
+    """Mirrors Inductor's is_big_gpu: >= 68 SMs on CUDA; on ROCm an arch of major 9 (MI200/MI300) or >= 11."""
+    if target == "rocm":
+        return not (gpu.major < 9 or gpu.major == 10)
+    return gpu.sm_count >= MIN_SMS_FOR_TRITON_TEMPLATES
+
+
+def check_gpu(opts, gpu: GpuProperties, target: str, features: ModelFeatures | None = None) -> None:
+    """Refuses GEMM/conv models that would find no kernel choice on a small GPU (Triton templates off there)."""
+    if triton_templates_available(gpu, target):
+        return
+    features = features if features is not None else ModelFeatures(gemms=("unknown",))
+    if not features.gemms and not features.convolutions:
+        return  # no template would be asked for
+    why = (f"{gpu.name} has {gpu.sm_count} SMs, fewer than the {MIN_SMS_FOR_TRITON_TEMPLATES} Inductor needs for "
+           f"its Triton GEMM/convolution templates (is_big_gpu)" if target != "rocm" else
+           f"{gpu.name} (arch major {gpu.major}) is not one Inductor uses Triton GEMM templates on (is_big_gpu)")
+    if features.convolutions:
+        raise SmallGpuError(f"{why}, and the model has convolutions ({', '.join(features.convolutions)}), which "
+                            f"need those templates (the ATen fallback aoti_torch_cuda_convolution is not in the "
+                            f"shim library): lower the model on a GPU with at least "
+                            f"{MIN_SMS_FOR_TRITON_TEMPLATES} SMs")
+    if opts.max_autotune and opts.max_autotune_gemm_backends == "TRITON":
+        if target == "rocm":
+            raise SmallGpuError(f"{why}; ROCm builds have no ATen/cuBLAS GEMM shims, so the GEMMs in this model "
+                                f"have no kernel choice there: lower on an MI200/MI300-class GPU")
+        raise SmallGpuError(f"{why}, so with max_autotune_gemm_backends='TRITON' the GEMMs in this model have no "
+                            f"kernel choice and Inductor would fail deep inside: use "
+                            f"max_autotune_gemm_backends='ATEN,TRITON' (cuBLAS through the aotirt GEMM shims, "
+                            f"linux_cuda only)")
+
+
+# ---- shims the generated code calls ---------------------------------------------------------------------------------
+_SHIM_CALL = re.compile(r"\b(aoti_torch_[A-Za-z0-9_]+)\s*\(")
+
+
+def shims_called(wrapper_source: str) -> set:
+    """Every aoti_torch_* function the generated wrapper source calls (names followed by '(')."""
+    # Strip comments and string literals first: Inductor writes kernel names into both.
+    src = re.sub(r"//[^\n]*|/\*.*?\*/", "", wrapper_source, flags=re.S)
+    src = re.sub(r'"(?:\\.|[^"\\])*"', '""', src)
+    return set(_SHIM_CALL.findall(src))
+
+
+def missing_shims(called: Iterable[str], key: str, manifest: Manifest | None = None) -> list:
+    have = supported_shims(key, manifest)
+    return sorted(set(called) - have)
+
+
+def check_shims(called: Iterable[str], key: str, manifest: Manifest | None = None, what: str = "the model") -> None:
+    """Refuses with ALL missing shims, sorted, once (UnsupportedShimError.shims holds the list)."""
+    missing = missing_shims(called, key, manifest)
+    if not missing:
+        return
+    gemm = [m for m in missing if (manifest or load_manifest()).platforms_of.get(m)]
+    hint = []
+    if gemm:
+        hint.append(f"{', '.join(gemm)} exist only for {sorted(set().union(*[(manifest or load_manifest()).platforms_of[m] for m in gemm]))}: "
+                    f"lower with max_autotune=ON and max_autotune_gemm_backends='TRITON' for {key}")
+    others = [m for m in missing if m not in gemm]
+    if others:
+        hint.append(f"{', '.join(others)} exist on no aotirt platform: change the model so Inductor generates "
+                    f"Triton for those ops (e.g. SDPA through the math decomposition, convolutions with "
+                    f"max_autotune=ON and TRITON among the GEMM backends), or add the shim to shims/ and "
+                    f"shims/shim_manifest.tsv")
+    raise UnsupportedShimError(f"{what} would call {len(missing)} shim(s) the {key} shim library does not export: "
+                               f"{', '.join(missing)}. " + "; ".join(hint), missing)
+
+
+# ---- the platform support table (doctor) ----------------------------------------------------------------------------
+def support_table(manifest: Manifest | None = None) -> str:
+    """A text table: per platform, its shim count, the GEMM backends and max_autotune values lowering accepts, and
+    the shims only some platforms have."""
+    m = manifest or load_manifest()
+    rows = [("platform", "shims", "GEMM backends", "max_autotune OFF")]
+    for key in PLATFORM_KEYS:
+        aten = key == "linux_cuda"
+        rows.append((key, str(len(m.names(key))), "TRITON, ATEN,TRITON, ATEN" if aten else "TRITON",
+                     "yes" if aten else "no (refused)"))
+    width = [max(len(r[i]) for r in rows) for i in range(4)]
+    lines = ["  " + "  ".join(c.ljust(width[i]) for i, c in enumerate(r)).rstrip() for r in rows]
+    partial = sorted(n for n, p in m.platforms_of.items() if p != frozenset(PLATFORM_KEYS))
+    for n in partial:
+        lines.append(f"  {n}: {', '.join(sorted(m.platforms_of[n]))}" + (f" ({m.notes[n]})" if m.notes[n] else ""))
+    return "\n".join(lines)
+
+
+def detect_target() -> str:
+    """'rocm' when the installed torch is a ROCm build (torch.version.hip), else 'cuda'. Imports torch if needed."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        try:
+            import torch  # noqa: F811
+        except ImportError:
+            return "cuda"
+    return "rocm" if getattr(torch.version, "hip", None) else "cuda"
