@@ -39,3 +39,23 @@ class TensorFileError(Error, ValueError):
 
 class CliError(Error):
     """Bad command-line usage of `python -m aotirt`."""
+
+
+class UnsupportedPlatformError(LoweringError):
+    """A compile option combination the target platform (linux_cuda, windows_cuda, rocm) cannot run."""
+
+
+class UnsupportedShimError(LoweringError):
+    """The model's generated code would call shims the target platform's library lacks (`shims`: all, sorted)."""
+
+    def __init__(self, message: str, shims=()):
+        super().__init__(message)
+        self.shims = sorted(shims)
+
+
+class SmallGpuError(LoweringError):
+    """The lowering GPU is too small for Inductor's Triton GEMM templates and the options leave no other choice."""
+
+
+class ExecuTorchError(Error):
+    """The ExecuTorch door: executorch missing, a .pte without an aotirt delegate, bad compile specs."""

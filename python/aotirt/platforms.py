@@ -83,8 +83,9 @@ def manifest_path() -> str:
     for cand in MANIFEST_CANDIDATES:
         if os.path.isfile(cand):
             return os.path.normpath(cand)
-    raise UnsupportedPlatformError(f"the shim manifest is not found (looked at {[os.path.normpath(c) for c in MANIFEST_CANDIDATES]}); "
-                                   f"set {MANIFEST_ENV} to shims/shim_manifest.tsv or reinstall the aotirt wheel")
+    looked = [os.path.normpath(c) for c in MANIFEST_CANDIDATES]
+    raise UnsupportedPlatformError(f"the shim manifest is not found (looked at {looked}); set {MANIFEST_ENV} to "
+                                   f"shims/shim_manifest.tsv or reinstall the aotirt wheel")
 
 
 @functools.lru_cache(maxsize=4)
@@ -170,7 +171,7 @@ def check_model(opts, features: ModelFeatures, key: str, manifest: Manifest | No
     convs = ", ".join(features.convolutions)
     backends = opts.max_autotune_gemm_backends.split(",")
     if not opts.max_autotune:
-        shim = f"aoti_torch_{'cuda' if key != 'rocm' else 'cuda'}_convolution"
+        shim = "aoti_torch_cuda_convolution"  # ROCm's Inductor emits the same cuda-named shims
         if shim not in supported_shims(key, manifest):
             raise UnsupportedShimError(
                 f"the model has convolutions ({convs}); with max_autotune=OFF Inductor lowers them to the ATen "
@@ -251,22 +252,24 @@ def missing_shims(called: Iterable[str], key: str, manifest: Manifest | None = N
 
 def check_shims(called: Iterable[str], key: str, manifest: Manifest | None = None, what: str = "the model") -> None:
     """Refuses with ALL missing shims, sorted, once (UnsupportedShimError.shims holds the list)."""
-    missing = missing_shims(called, key, manifest)
+    m = manifest or load_manifest()
+    missing = missing_shims(called, key, m)
     if not missing:
         return
-    gemm = [m for m in missing if (manifest or load_manifest()).platforms_of.get(m)]
+    elsewhere = [n for n in missing if m.platforms_of.get(n)]
+    nowhere = [n for n in missing if not m.platforms_of.get(n)]
     hint = []
-    if gemm:
-        hint.append(f"{', '.join(gemm)} exist only for {sorted(set().union(*[(manifest or load_manifest()).platforms_of[m] for m in gemm]))}: "
-                    f"lower with max_autotune=ON and max_autotune_gemm_backends='TRITON' for {key}")
-    others = [m for m in missing if m not in gemm]
-    if others:
-        hint.append(f"{', '.join(others)} exist on no aotirt platform: change the model so Inductor generates "
-                    f"Triton for those ops (e.g. SDPA through the math decomposition, convolutions with "
+    if elsewhere:
+        others = sorted(set().union(*(m.platforms_of[n] for n in elsewhere)))
+        hint.append(f"{', '.join(elsewhere)} exist only for {', '.join(others)}: for {key} lower with "
+                    f"max_autotune=ON and max_autotune_gemm_backends='TRITON'")
+    if nowhere:
+        hint.append(f"{', '.join(nowhere)} exist on no aotirt platform: change the model so Inductor generates "
+                    f"Triton for those ops (e.g. SDPA through its math decomposition, convolutions with "
                     f"max_autotune=ON and TRITON among the GEMM backends), or add the shim to shims/ and "
                     f"shims/shim_manifest.tsv")
-    raise UnsupportedShimError(f"{what} would call {len(missing)} shim(s) the {key} shim library does not export: "
-                               f"{', '.join(missing)}. " + "; ".join(hint), missing)
+    raise UnsupportedShimError(f"{what} would call {len(missing)} shim(s) that the {key} shim library does not "
+                               f"export: {', '.join(missing)}. " + "; ".join(hint), missing)
 
 
 # ---- the platform support table (doctor) ----------------------------------------------------------------------------
