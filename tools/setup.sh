@@ -37,4 +37,13 @@ if [[ ! -f "$stamp" ]]; then
   "$VPY" -m pip install -q --no-deps -r "$ROOT/tools/requirements-cuda.txt"
   touch "$stamp"
 fi
-log "ok: $("$VPY" -c 'import torch, pybind11; print("torch", torch.__version__, "pybind11", pybind11.__version__)')"
+# ExecuTorch (added after v1 venvs were made): installed on its own when missing, with torch held at the venv's
+# version so pip can never replace it.
+ET_REQ="$(grep -E '^executorch==' "$ROOT/tools/requirements.txt")"
+if ! "$VPY" -c "import importlib.metadata as m, sys; sys.exit(m.version('executorch').split('+')[0] != '${ET_REQ#executorch==}')" 2>/dev/null; then
+  log "venv: installing $ET_REQ"
+  TORCH_PIN="$("$VPY" -c 'import torch; print("torch==" + torch.__version__.split("+")[0])')"
+  echo "$TORCH_PIN" > "$VENV/.aotirt-torch-constraint.txt"
+  "$VPY" -m pip install -q -c "$VENV/.aotirt-torch-constraint.txt" "$ET_REQ"
+fi
+log "ok: $("$VPY" -c 'import torch, pybind11; print("torch", torch.__version__, "pybind11", pybind11.__version__)'), executorch $("$VPY" -c 'import importlib.metadata as m; print(m.version("executorch"))')"

@@ -7,8 +7,9 @@
 Importing aotirt imports neither torch nor the native module (the runtime works with CuPy alone).
 """
 from aotirt import tensorfile
-from aotirt.errors import (CliError, Error, InputError, LoweringError, PackageError, RunError, RuntimeLoadError,
-                           SpecError, TensorFileError)
+from aotirt.errors import (CliError, Error, ExecuTorchError, InputError, LoweringError, PackageError, RunError,
+                           RuntimeLoadError, SmallGpuError, SpecError, TensorFileError, UnsupportedPlatformError,
+                           UnsupportedShimError)
 from aotirt.lowering import compile  # noqa: A004 (the public name is compile, like torch.compile)
 from aotirt.runtime import DLPackTensor, Runner, load
 from aotirt.graphs import CapturedRunner, capture
@@ -18,5 +19,6 @@ from aotirt.version import __version__
 __all__ = [
     "compile", "load", "capture", "CapturedRunner", "Runner", "DLPackTensor", "CompileOptions", "inductor_options", "tensorfile",
     "Error", "SpecError", "LoweringError", "PackageError", "RuntimeLoadError", "RunError", "InputError",
-    "TensorFileError", "CliError", "__version__",
+    "TensorFileError", "CliError", "UnsupportedPlatformError", "UnsupportedShimError", "SmallGpuError",
+    "ExecuTorchError", "__version__",
 ]

@@ -1,10 +1,20 @@
 """The aotirt command line (absl): `python -m aotirt <command> [flags]`.
 
 Commands:
+  lower   --model=pkg.module:factory --package=out.pt2 [--max_autotune=ON|OFF] [--max_autotune_gemm_backends=TRITON]
+          [--float32_matmul_precision=highest|high] [--platform=linux|windows] [--target=cuda|rocm]
+          [--shim_library_path=DIR] [--inputs=in.safetensors] [--device 0]: imports the factory, calls it, and
+          compiles what it returns (a model with example_inputs(), or a (model, example_inputs) pair; --inputs
+          overrides the example inputs) into a .pt2. Needs torch with CUDA and a GPU; logs progress while Inductor
+          autotunes and compiles.
+  bench   --package model.pt2 [--inputs in.safetensors] [--device 0] [--warmup 10] [--iters 100] [--json out.json]:
+          latency of a package on our runtime (CUDA events; inputs from the file or random ones of the shapes the
+          package records). Needs torch with CUDA and a GPU.
   run     --package model.pt2 --inputs in.safetensors [--outputs out.safetensors] [--device 0] [--warmup 3]
           [--iters 20]: runs a package on tensors from a tensor file (docs/TENSOR_FILE.md; names "0".."n-1") and
           prints per-call latency. Needs torch (to put the inputs on the GPU) and aotirt._C.
-  doctor  prints what this machine has: Python, torch, the native module, GPUs, where cuBLASLt is searched.
+  doctor  prints what this machine has: Python, torch, ExecuTorch, the native module, GPUs, where cuBLASLt was
+          found, and the platform support table from the shim manifest.
           Exits 1 when something needed to run packages is missing.
 
 Exit status: 0 ok; 1 usage or flag error; 2 an aotirt error (the message says what to change).
@@ -13,6 +23,9 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import glob
+import importlib
+import json
 import os
 import platform
 import statistics
@@ -21,24 +34,170 @@ import time
 
 from absl import app, flags
 
-from aotirt import runtime, tensorfile
+from aotirt import runtime, specs, tensorfile
 from aotirt.errors import CliError, Error
 from aotirt.version import __version__
 
-COMMANDS = ("run", "doctor")
+COMMANDS = ("lower", "run", "bench", "doctor")
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string("package", None, "run: the .pt2 package to run.")
-flags.DEFINE_string("inputs", None, "run: tensor file (safetensors) with the inputs named 0..n-1.")
+flags.DEFINE_string("package", None, "run/bench: the .pt2 package to run; lower: where to write it.")
+flags.DEFINE_string("inputs", None, "run/bench/lower: tensor file (safetensors) with the inputs named 0..n-1.")
 flags.DEFINE_string("outputs", None, "run: where to write the outputs (safetensors, names 0..n-1); optional.")
-flags.DEFINE_integer("device", 0, "run: GPU index.", lower_bound=0)
-flags.DEFINE_integer("warmup", 3, "run: untimed calls before timing.", lower_bound=0)
-flags.DEFINE_integer("iters", 20, "run: timed calls.", lower_bound=1)
+flags.DEFINE_integer("device", 0, "GPU index.", lower_bound=0)
+flags.DEFINE_integer("warmup", None, "run/bench: untimed calls before timing (run 3, bench 10).", lower_bound=0)
+flags.DEFINE_integer("iters", None, "run/bench: timed calls (run 20, bench 100).", lower_bound=1)
+flags.DEFINE_string("json", None, "bench: also write the timings as JSON here.")
+flags.DEFINE_string("model", None, "lower: pkg.module:factory returning a model (with example_inputs()) or a "
+                    "(model, example_inputs) pair.")
+flags.DEFINE_string("max_autotune", "ON", "lower: ON or OFF (OFF: GEMMs go to cuBLAS shims, linux_cuda only).")
+flags.DEFINE_string("max_autotune_gemm_backends", specs.DEFAULT_GEMM_BACKENDS,
+                    f"lower: one of {list(specs.VALID_GEMM_BACKEND_VALUES)} (case, spaces and order do not matter).")
+flags.DEFINE_string("float32_matmul_precision", "highest", "lower: highest or high (TF32).")
+flags.DEFINE_string("platform", "linux", "lower: linux or windows.")
+flags.DEFINE_string("target", None, "lower: cuda or rocm (default: detected from the installed torch).")
+flags.DEFINE_string("shim_library_path", None, "lower --platform=windows: the folder holding aoti_cuda_shims.lib.")
 
 
 def _usage(msg: str) -> app.UsageError:
     return app.UsageError(f"{msg}\nusage: python -m aotirt {{{'|'.join(COMMANDS)}}} [flags] "
                           f"(python -m aotirt --help for the flags)")
+
+
+def _count(value, default: int) -> int:
+    return default if value is None else value
+
+
+def _torch_with_gpu(command: str):
+    """torch, when it has CUDA and sees a GPU; else a CliError saying what this command needs."""
+    torch = runtime._torch_or_none()
+    if torch is None:
+        raise CliError(f"{command} needs torch with CUDA and a GPU; torch is not importable here")
+    if not (getattr(torch.version, "cuda", None) or getattr(torch.version, "hip", None)):
+        raise CliError(f"{command} needs a GPU build of torch; this torch ({torch.__version__}) is built without "
+                       f"CUDA: run it on the GPU machine")
+    if not torch.cuda.is_available():
+        raise CliError(f"{command} needs a GPU; torch {torch.__version__} sees none (check nvidia-smi and "
+                       f"CUDA_VISIBLE_DEVICES)")
+    return torch
+
+
+def compile_options_from_flags() -> "specs.CompileOptions":
+    """The lower command's spec flags -> CompileOptions (the same validation as aotirt.compile)."""
+    return specs.CompileOptions(
+        max_autotune=specs.parse_on_off(FLAGS.max_autotune, "--max_autotune"),
+        max_autotune_gemm_backends=FLAGS.max_autotune_gemm_backends,
+        float32_matmul_precision=FLAGS.float32_matmul_precision, platform=FLAGS.platform, target=FLAGS.target,
+        shim_library_path=FLAGS.shim_library_path)
+
+
+def load_factory(spec: str):
+    """'pkg.module:factory' -> the factory callable (CliError when it cannot be imported or found)."""
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise CliError(f"--model={spec!r} must be pkg.module:factory (e.g. aotirt.demo:siglip_like)")
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as e:
+        raise CliError(f"--model={spec!r}: cannot import {module_name!r}: {type(e).__name__}: {e} (is it on "
+                       f"PYTHONPATH?)") from e
+    factory = module
+    for part in attr.split("."):
+        factory = getattr(factory, part, None)
+        if factory is None:
+            raise CliError(f"--model={spec!r}: {module_name} has no attribute {attr!r}")
+    if not callable(factory):
+        raise CliError(f"--model={spec!r}: {attr} is not callable")
+    return factory
+
+
+def cmd_lower() -> int:
+    missing = [f"--{n}" for n in ("model", "package") if not getattr(FLAGS, n)]
+    if missing:
+        raise _usage(f"lower needs {' and '.join(missing)}")
+    if not FLAGS.package.endswith(".pt2"):
+        raise _usage(f"--package={FLAGS.package!r} must end with .pt2")
+    opts = compile_options_from_flags()  # spec errors first: they need no GPU
+    factory = load_factory(FLAGS.model)
+    torch = _torch_with_gpu("lower")
+    import aotirt
+    device = f"cuda:{FLAGS.device}"
+    made = factory()
+    model, example = (made if isinstance(made, tuple) and len(made) == 2 else (made, None))
+    if FLAGS.inputs:
+        example = tuple(tensorfile.load_list(FLAGS.inputs, framework="torch"))
+    elif example is None:
+        if not hasattr(model, "example_inputs"):
+            raise CliError(f"--model={FLAGS.model}: the factory returned a {type(model).__name__} without "
+                           f"example_inputs(); return (model, example_inputs) or pass --inputs")
+        example = model.example_inputs()
+    if not isinstance(example, (tuple, list)):
+        example = (example,)
+    example = tuple(x.to(device) if isinstance(x, torch.Tensor) else x for x in example)
+    # The model follows its example inputs' floating dtype (e.g. the demo's bfloat16 example_inputs()).
+    float_dt = next((x.dtype for x in example if isinstance(x, torch.Tensor) and x.is_floating_point()), None)
+    model = (model.to(device, float_dt) if float_dt is not None else model.to(device)).eval()
+    print(f"lowering {FLAGS.model} -> {FLAGS.package} with {opts}", flush=True)
+    path = aotirt.compile(model, example, FLAGS.package, device=device, options=opts)
+    print(f"wrote {path}")
+    return 0
+
+
+def _random_inputs(torch, runner, device: str) -> list:
+    """Inputs of the shapes and dtypes the package records (metadata aotirt_inputs); CliError when it has none."""
+    dtypes = {0: torch.uint8, 1: torch.int8, 2: torch.int16, 3: torch.int32, 4: torch.int64, 5: torch.float16,
+              6: torch.float32, 7: torch.float64, 11: torch.bool, 15: torch.bfloat16}
+    try:
+        recorded = json.loads(runner.metadata.get("aotirt_inputs", ""))
+    except ValueError:
+        recorded = None
+    if not recorded or any(-1 in e.get("shape", [-1]) or e.get("dtype") not in dtypes for e in recorded):
+        raise CliError("the package records no static input shapes (metadata aotirt_inputs); pass --inputs")
+    out = []
+    for e in recorded:
+        dt = dtypes[e["dtype"]]
+        t = (torch.randn(e["shape"], device=device).to(dt) if dt.is_floating_point
+             else torch.zeros(e["shape"], device=device, dtype=dt))
+        out.append(torch.as_strided(t.contiguous(), e["shape"], e["strides"]) if e.get("strides") else t)
+    return out
+
+
+def cmd_bench() -> int:
+    if not FLAGS.package:
+        raise _usage("bench needs --package")
+    if not os.path.isfile(FLAGS.package):
+        raise CliError(f"--package {FLAGS.package!r}: no such file (pass the .pt2 aotirt.compile wrote)")
+    if FLAGS.inputs:
+        tensorfile.load_list(FLAGS.inputs, framework="numpy")  # validate the file before any GPU work
+    torch = _torch_with_gpu("bench")
+    device = f"cuda:{FLAGS.device}"
+    runner = runtime.load(FLAGS.package, device=FLAGS.device)
+    inputs = ([t.to(device) for t in tensorfile.load_list(FLAGS.inputs, framework="torch")] if FLAGS.inputs
+              else _random_inputs(torch, runner, device))
+    warmup, iters = _count(FLAGS.warmup, 10), _count(FLAGS.iters, 100)
+    with torch.cuda.device(FLAGS.device):
+        for _ in range(warmup):
+            runner.run_list(inputs)
+        torch.cuda.synchronize()
+        events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(iters)]
+        for start, end in events:
+            start.record()
+            runner.run_list(inputs)
+            end.record()
+        torch.cuda.synchronize()
+    ms = sorted(s.elapsed_time(e) for s, e in events)
+    result = {"package": os.path.abspath(FLAGS.package), "device": torch.cuda.get_device_name(FLAGS.device),
+              "iters": iters, "warmup": warmup, "median_ms": statistics.median(ms), "mean_ms": statistics.fmean(ms),
+              "min_ms": ms[0], "p90_ms": ms[min(len(ms) - 1, int(0.9 * len(ms)))],
+              "metadata": {k: v for k, v in runner.metadata.items() if k.startswith("aotirt_") and k != "aotirt_inputs"}}
+    print(f"{FLAGS.package} on {result['device']}: median {result['median_ms']:.3f} ms, mean "
+          f"{result['mean_ms']:.3f} ms, p90 {result['p90_ms']:.3f} ms, min {result['min_ms']:.3f} ms "
+          f"({iters} calls, CUDA events)")
+    if FLAGS.json:
+        with open(FLAGS.json, "w") as f:
+            json.dump(result, f, indent=2)
+        print(f"wrote {FLAGS.json}")
+    return 0
 
 
 def cmd_run() -> int:
@@ -57,17 +216,18 @@ def cmd_run() -> int:
     del host_inputs
     runner = runtime.load(FLAGS.package, device=FLAGS.device)
     print(f"loaded {FLAGS.package}: inputs {runner.input_names}, outputs {runner.output_names}", flush=True)
+    warmup, iters = _count(FLAGS.warmup, 3), _count(FLAGS.iters, 20)
     with torch.cuda.device(FLAGS.device):
-        for _ in range(FLAGS.warmup):
+        for _ in range(warmup):
             runner.run_list(inputs)
         torch.cuda.synchronize()
         times = []
-        for _ in range(FLAGS.iters):
+        for _ in range(iters):
             t0 = time.perf_counter()
             outputs = runner.run_list(inputs)
             torch.cuda.synchronize()
             times.append((time.perf_counter() - t0) * 1e3)
-    print(f"latency over {FLAGS.iters} calls (host-timed, synchronized): median {statistics.median(times):.3f} ms, "
+    print(f"latency over {iters} calls (host-timed, synchronized): median {statistics.median(times):.3f} ms, "
           f"mean {statistics.fmean(times):.3f} ms, min {min(times):.3f} ms")
     for i, o in enumerate(outputs):
         print(f"output {i}: shape {tuple(o.shape)} dtype {o.dtype}")
@@ -122,9 +282,30 @@ def cmd_doctor() -> int:
         problems.append("the native module aotirt._C is missing")
     dirs = runtime.nvidia_wheel_lib_dirs()
     print("cuBLASLt search: " + ", ".join(dirs + ["then the dynamic loader path (LD_LIBRARY_PATH, ldconfig)"]))
-    print(f"  libcublasLt on the loader path: {ctypes.util.find_library('cublasLt') or 'not found'}")
+    found = [hit for d in dirs for hit in sorted(glob.glob(os.path.join(d, "libcublasLt.so*")))]
+    on_path = ctypes.util.find_library("cublasLt")
+    print(f"  cuBLASLt would be found: {found[0] if found else on_path or 'nowhere'}"
+          + ("" if found or on_path else " (GEMM shims fail at first use; install nvidia-cublas for CUDA 13)"))
+    print(f"  libcublasLt on the loader path: {on_path or 'not found'}")
+    from aotirt import executorch as et_door
+    print(f"executorch: {_executorch_version() if et_door.HAVE_EXECUTORCH else 'not importable (' + et_door.EXECUTORCH_IMPORT_ERROR + ')'}")
+    from aotirt import platforms
+    try:
+        print(f"platform support (shim manifest {platforms.manifest_path()}):")
+        print(platforms.support_table())
+    except Error as e:
+        print(f"platform support: {e}")
+        problems.append("the shim manifest is missing")
     print(f"doctor: {len(problems)} problem(s)" + (": " + "; ".join(problems) if problems else ""))
     return 1 if problems else 0
+
+
+def _executorch_version() -> str:
+    try:
+        from executorch import version
+        return getattr(version, "__version__", "?")
+    except Exception:
+        return "?"
 
 
 def main(argv: list) -> int:
@@ -136,7 +317,7 @@ def main(argv: list) -> int:
     if extra:
         raise _usage(f"unexpected arguments {extra} (flags are --name=value)")
     try:
-        return cmd_run() if command == "run" else cmd_doctor()
+        return {"lower": cmd_lower, "run": cmd_run, "bench": cmd_bench, "doctor": cmd_doctor}[command]()
     except Error as e:
         print(f"aotirt {command}: error: {e}", file=sys.stderr)
         return 2

@@ -5,12 +5,17 @@ import contextlib
 import logging
 import json
 import os
+import shutil
 import sys
+import tempfile
+import threading
 import time
-from typing import Any, Mapping, Sequence
+import zipfile
+from typing import Any, Iterator, Mapping, Sequence
 
-from aotirt.errors import LoweringError, SpecError
-from aotirt.specs import METADATA_KEY, CompileOptions, inductor_options
+from aotirt import platforms
+from aotirt.errors import LoweringError, SpecError, UnsupportedShimError
+from aotirt.specs import METADATA_KEY, CompileOptions, effective_options, inductor_options
 
 log = logging.getLogger("aotirt")
 
@@ -44,8 +49,13 @@ def _parse_device(device: str) -> int | None:
                     f"packages only)")
 
 
-def check_cuda_available(torch) -> None:
-    """Refuses (LoweringError) before any export when this torch cannot compile for CUDA."""
+def check_cuda_available(torch, target: str = "cuda") -> None:
+    """Refuses (LoweringError) before any export when this torch cannot compile for the target GPU."""
+    if target == "rocm":
+        if not getattr(torch.version, "hip", None) or not torch.cuda.is_available():
+            raise LoweringError(f"cannot lower for ROCm: torch {torch.__version__} is not a ROCm build with a "
+                                f"visible AMD GPU; run the lowering on a ROCm machine, or use target=cuda")
+        return
     if getattr(torch.version, "cuda", None) is None:
         raise LoweringError(
             f"cannot lower for CUDA: this torch ({torch.__version__}) is built without CUDA. Lowering generates and "
@@ -112,25 +122,154 @@ def input_specs_json(torch, ep) -> str:
     return json.dumps(specs)
 
 
+class _Heartbeat:
+    """Logs 'still compiling' every `every` seconds while Inductor autotunes and builds (minutes, silently)."""
+
+    def __init__(self, what: str, every: float = 30.0):
+        self.what, self.every = what, every
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self.t0 = time.perf_counter()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.every):
+            log.info("%s: still running (%.0f s) ...", self.what, time.perf_counter() - self.t0)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+@contextlib.contextmanager
+def collect_shim_calls(key: str, manifest: platforms.Manifest | None = None) -> Iterator[set]:
+    """Records every shim the generated wrapper calls while Inductor compiles, and refuses (UnsupportedShimError,
+    all missing names sorted) as soon as the wrapper source exists, before the C++ build.
+
+    Hooks, as ExecuTorch's aoti_backend.py does: CppWrapperCpu's extern-kernel (C shim) calls and runtime-lookup
+    fallbacks (those go through aoti_torch_proxy_executor_call_function, which no aotirt build has), and
+    AotCodeCompiler.compile, whose wrapper source is scanned for every aoti_torch_* call.
+    """
+    from torch._inductor.codecache import AotCodeCompiler
+    from torch._inductor.codegen.cpp_wrapper_cpu import CppWrapperCpu
+
+    called: set = set()
+    originals = {}
+
+    def patch(owner, name, make):
+        if name in owner.__dict__:
+            originals[(owner, name)] = owner.__dict__[name]
+            setattr(owner, name, make(getattr(owner, name)))
+        else:
+            log.debug("aotirt: %s.%s not found; relying on the package scan", owner.__name__, name)
+
+    def extern_call(orig):
+        def hooked(self, kernel, *args, **kwargs):
+            called.add(kernel)
+            return orig(self, kernel, *args, **kwargs)
+        return hooked
+
+    def runtime_lookup(orig):
+        def hooked(self, op_overload, *args, **kwargs):
+            called.add("aoti_torch_proxy_executor_call_function")
+            log.info("op %s has no C shim; Inductor calls it through the proxy executor",
+                     getattr(op_overload, "_name", op_overload))
+            return orig(self, op_overload, *args, **kwargs)
+        return hooked
+
+    def aot_code_compile(orig):
+        def hooked(*args, **kwargs):
+            src = kwargs.get("wrapper_code", args[1] if len(args) > 1 else "")
+            called.update(platforms.shims_called(src if isinstance(src, str) else ""))
+            platforms.check_shims(called, key, manifest)  # before the (slow) C++ build of the wrapper
+            return orig(*args, **kwargs)
+        return classmethod(lambda cls, *a, **k: hooked(*a, **k))
+
+    patch(CppWrapperCpu, "generate_c_shim_extern_kernel_call", extern_call)
+    patch(CppWrapperCpu, "generate_fallback_kernel_with_runtime_lookup_aot", runtime_lookup)
+    patch(AotCodeCompiler, "compile", aot_code_compile)
+    try:
+        yield called
+    finally:
+        for (owner, name), value in originals.items():
+            setattr(owner, name, value)
+
+
+def compile_failure(e: BaseException, what: str) -> LoweringError:
+    """Inductor's exception as a LoweringError, with what to change where we know it."""
+    msg = f"{what} failed: {type(e).__name__}: {e}"
+    if "NoValidChoicesError" in msg:
+        msg = (f"{what} failed: Inductor found no kernel choice for a GEMM or convolution (NoValidChoicesError). "
+               f"With max_autotune_gemm_backends='TRITON' this happens where Triton templates are off (GPUs with "
+               f"fewer than 68 SMs, some dtypes): use max_autotune_gemm_backends='ATEN,TRITON' (linux_cuda only). "
+               f"Inductor said: {type(e).__name__}: {e}")
+    return LoweringError(msg)
+
+
+def _shim_error_in(e: BaseException) -> UnsupportedShimError | None:
+    """Our refusal raised inside Inductor may come back wrapped; find it in the cause/context chain."""
+    seen = set()
+    while e is not None and id(e) not in seen:
+        if isinstance(e, UnsupportedShimError):
+            return e
+        seen.add(id(e))
+        e = e.__cause__ or e.__context__
+    return None
+
+
+def wrapper_source_of(package_path: str) -> str:
+    """The generated wrapper C++ source inside a .pt2 ('' when the package has none)."""
+    with zipfile.ZipFile(package_path) as z:
+        names = [n for n in z.namelist() if n.endswith(".wrapper.cpp") or n.endswith(".cpp")]
+        return "\n".join(z.read(n).decode("utf-8", "replace") for n in names)
+
+
+def check_package_shims(package_path: str, key: str, manifest: platforms.Manifest | None = None,
+                        also: set | None = None) -> set:
+    """Scans a .pt2's wrapper source for aoti_torch_* calls; refuses any the platform lacks. Returns the calls."""
+    called = set(also or ()) | platforms.shims_called(wrapper_source_of(package_path))
+    platforms.check_shims(called, key, manifest, what=f"package {os.path.basename(package_path)}")
+    return called
+
+
+def preflight(torch, ep, opts: CompileOptions, key: str, target: str, device_index: int | None,
+              check_gpu: bool = True) -> platforms.ModelFeatures:
+    """The refusals that need the graph (and the lowering GPU), before Inductor starts."""
+    features = platforms.model_features(ep.graph)
+    platforms.check_model(opts, features, key)
+    if check_gpu:
+        platforms.check_gpu(opts, platforms.gpu_properties(device_index), target, features)
+    return features
+
+
 def compile(model_or_exported_program: Any, example_inputs: Sequence[Any], package_path: str | None = None, *,
             device: str = "cuda", options: CompileOptions | None = None,
             inductor_configs: Mapping[str, Any] | None = None, dynamic_shapes: Any = None) -> str:
     """Exports (if given an nn.Module) and compiles a model with AOTInductor into a .pt2 for the aotirt runtime.
 
     example_inputs: a tuple of positional inputs (a single tensor is accepted too), on the CUDA device.
-    package_path: where to write the package (must end in .pt2); None lets Inductor choose a temporary path.
+    package_path: where to write the package (must end in .pt2); None writes it into a new temporary folder.
     options: aotirt.CompileOptions; inductor_configs: extra Inductor options (see specs.inductor_options).
-    Returns the absolute path of the written .pt2. Raises SpecError, LoweringError.
+    Returns the absolute path of the written .pt2. Raises SpecError, LoweringError (UnsupportedPlatformError,
+    UnsupportedShimError, SmallGpuError) before the slow steps wherever the problem can be known then.
     """
-    opts = CompileOptions() if options is None else options
+    opts = effective_options(options, inductor_configs)
     device_index = _parse_device(device)
-    configs = inductor_options(opts, inductor_configs)  # validate everything before the slow steps
     if package_path is not None:
         package_path = os.fspath(package_path)
         if not package_path.endswith(".pt2"):
             raise SpecError(f"package_path={package_path!r} must end with .pt2 (AOTInductor's package suffix)")
     torch = _import_torch()
-    check_cuda_available(torch)
+    target = opts.resolved_target()
+    configs = inductor_options(options, inductor_configs, target=target)  # validate everything before slow steps
+    key = opts.platform_key(target)
+    if opts.platform == "windows" and not opts.shim_library_path:
+        raise SpecError("platform=windows links the wrapper against aoti_cuda_shims.lib: build it with `bazel build "
+                        "//platform/windows:aoti_cuda_shims.lib` and pass shim_library_path=<the folder holding it>")
+    check_cuda_available(torch, target)
 
     if not isinstance(example_inputs, (tuple, list)):
         example_inputs = (example_inputs,)
@@ -154,20 +293,38 @@ def compile(model_or_exported_program: Any, example_inputs: Sequence[Any], packa
         else:
             raise LoweringError(f"aotirt.compile takes a torch.nn.Module or torch.export.ExportedProgram, got "
                                 f"{type(model_or_exported_program).__name__}")
+        preflight(torch, ep, opts, key, target, device_index)
 
         configs = dict(configs)
         configs[METADATA_KEY] = {**configs.get(METADATA_KEY, {}), "aotirt_inputs": input_specs_json(torch, ep)}
-        if package_path is not None:
-            os.makedirs(os.path.dirname(os.path.abspath(package_path)), exist_ok=True)
-        log.info("compiling with AOTInductor (max_autotune=%s, gemm backends %s); this can take minutes ...",
-                 opts.max_autotune, opts.max_autotune_gemm_backends)
+        # Compile into a fresh folder and move the package into place only once every check passed.
+        final = os.path.abspath(package_path) if package_path is not None else None
+        if final is not None:
+            os.makedirs(os.path.dirname(final), exist_ok=True)
+        workdir = tempfile.mkdtemp(prefix="aotirt_lower_", dir=os.path.dirname(final) if final else None)
+        staged = os.path.join(workdir, os.path.basename(final) if final else "model.pt2")
+        log.info("compiling for %s with AOTInductor (max_autotune=%s, gemm backends %s); this can take minutes ...",
+                 key, "ON" if opts.max_autotune else "OFF", opts.max_autotune_gemm_backends)
         t0 = time.perf_counter()
+        keep_workdir = False
         try:
-            path = torch._inductor.aoti_compile_and_package(ep, package_path=package_path,
-                                                            inductor_configs=configs)
-        except Exception as e:
-            raise LoweringError(f"AOTInductor compilation failed: {type(e).__name__}: {e}") from e
-    path = os.path.abspath(path)
-    size_mb = os.path.getsize(path) / 2**20 if os.path.exists(path) else float("nan")
-    log.info("wrote %s (%.1f MiB) in %.1f s", path, size_mb, time.perf_counter() - t0)
-    return path
+            with collect_shim_calls(key) as called, _Heartbeat("AOTInductor autotune/compile"):
+                try:
+                    path = torch._inductor.aoti_compile_and_package(ep, package_path=staged,
+                                                                    inductor_configs=configs)
+                except Exception as e:
+                    refusal = _shim_error_in(e)
+                    if refusal is not None:
+                        raise refusal from None
+                    raise compile_failure(e, "AOTInductor compilation") from e
+            check_package_shims(path, key, also=called)  # the wrapper source as packaged, in case a hook missed
+            if final is None:
+                final, keep_workdir = os.path.abspath(path), True
+            else:
+                os.replace(path, final)
+        finally:
+            if not keep_workdir:
+                shutil.rmtree(workdir, ignore_errors=True)
+    size_mb = os.path.getsize(final) / 2**20 if os.path.exists(final) else float("nan")
+    log.info("wrote %s (%.1f MiB) in %.1f s", final, size_mb, time.perf_counter() - t0)
+    return final

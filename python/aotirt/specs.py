@@ -13,11 +13,16 @@ from aotirt.errors import SpecError
 from aotirt.version import __version__
 
 # GEMM backends our runtime can run: TRITON (kernels embedded in the wrapper) and ATEN (extern GEMMs through our
-# cuBLASLt shims aoti_torch_cuda_{mm,addmm,bmm}_out). CUTLASS/CK/CPP need kernels or shims we do not have.
+# cuBLASLt shims aoti_torch_cuda_{mm,addmm,bmm}_out, linux_cuda only). CUTLASS/CK/CPP need kernels or shims we do not
+# have. Values are sets: order, case and spaces do not matter; the canonical spelling is sorted ("ATEN,TRITON").
 VALID_GEMM_BACKENDS = ("TRITON", "ATEN")
+VALID_GEMM_BACKEND_VALUES = ("TRITON", "ATEN,TRITON", "ATEN")
+DEFAULT_GEMM_BACKENDS = "TRITON"
 # Conv: only Triton templates; the ATen conv fallback needs aoti_torch_cuda_convolution, which we do not provide.
 VALID_CONV_BACKENDS = ("TRITON",)
 VALID_FLOAT32_MATMUL_PRECISION = ("highest", "high")
+VALID_PLATFORMS = ("linux", "windows")
+VALID_TARGETS = ("cuda", "rocm")
 
 # Options the runtime depends on: a package compiled otherwise cannot be loaded by it. User inductor_configs may
 # repeat them with the same value but never change them.
@@ -28,52 +33,104 @@ FIXED_INDUCTOR_OPTIONS: Mapping[str, Any] = {
     "aot_inductor.package_constants_in_so": False,  # weights outside the .so ...
     "aot_inductor.package_constants_on_disk_format": "binary_blob",  # ... as one blob (pickle needs torch)
 }
+# platform=windows: Inductor cross-compiles the wrapper and links it against our import library
+# (//platform/windows:aoti_cuda_shims.lib, generated from the manifest), as ExecuTorch's CudaBackend does.
+WINDOWS_SHIM_LIBRARY = "aoti_cuda_shims"
 
 METADATA_KEY = "aot_inductor.metadata"
 # Inductor options that are also CompileOptions fields: given in inductor_configs they are validated the same way.
 _CHOSEN_FIELDS = ("max_autotune", "max_autotune_gemm_backends", "max_autotune_conv_backends")
 
 
-def _normalize_backends(value: Any, valid: tuple, field: str) -> str:
+def _normalize_backends(value: Any, valid: tuple, field: str, valid_values: tuple | None = None) -> str:
+    """'triton, aten' -> 'ATEN,TRITON' (a set: sorted, deduplicated, upper case); anything else is a SpecError."""
+    listed = list(valid_values or valid)
     if not isinstance(value, str):
-        raise SpecError(f"{field} must be a comma-separated string of {list(valid)}, got {type(value).__name__} "
-                        f"{value!r}")
-    tokens = []
-    for tok in value.split(","):
-        tok = tok.strip().upper()
-        if tok and tok not in tokens:
-            tokens.append(tok)
+        raise SpecError(f"{field} must be a string, one of {listed}, got {type(value).__name__} {value!r}")
+    tokens = sorted({tok.strip().upper() for tok in value.split(",") if tok.strip()})
     bad = [t for t in tokens if t not in valid]
     if bad or not tokens:
         what = f"unsupported value(s) {bad}" if bad else "an empty value"
-        raise SpecError(f"{field}={value!r} has {what}; valid: a comma-separated subset of {list(valid)} "
-                        f"(the aotirt runtime has no kernels or shims for the others)")
+        raise SpecError(f"{field}={value!r} has {what}; valid: {listed} (case, spaces and order do not matter; "
+                        f"the aotirt runtime has no kernels or shims for other backends)")
     return ",".join(tokens)
+
+
+def _choice(value: Any, valid: tuple, field: str, lower: bool = True) -> str:
+    norm = value.strip().lower() if isinstance(value, str) and lower else value
+    if norm not in valid:
+        raise SpecError(f"{field}={value!r} is not valid; valid: {list(valid)}")
+    return norm
+
+
+def parse_on_off(value: Any, field: str = "max_autotune") -> bool:
+    """ExecuTorch-style switch: b'ON' / 'off' (any case) or a bool -> bool; anything else is a SpecError."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (bytes, bytearray)):
+        value = bytes(value).decode("utf-8", "replace")
+    if isinstance(value, str) and value.strip().upper() in ("ON", "OFF"):
+        return value.strip().upper() == "ON"
+    raise SpecError(f"{field}={value!r} is not valid; valid: ['ON', 'OFF']")
 
 
 @dataclasses.dataclass(frozen=True)
 class CompileOptions:
     """User-facing compile options. Values are validated (and normalized) on construction.
 
-    max_autotune: let Inductor benchmark kernel choices (slower compile, faster model).
-    max_autotune_gemm_backends: comma-separated subset of VALID_GEMM_BACKENDS ("TRITON" by default).
-    max_autotune_conv_backends: comma-separated subset of VALID_CONV_BACKENDS.
+    max_autotune: let Inductor benchmark kernel choices (slower compile, faster model). OFF makes every GEMM an
+        ATen/cuBLAS shim call (linux_cuda only).
+    max_autotune_gemm_backends: "TRITON" (default), "ATEN,TRITON" or "ATEN"; case, spaces and order do not matter.
+    max_autotune_conv_backends: "TRITON" only (the ATen convolution fallback has no shim).
     float32_matmul_precision: "highest" (true fp32) or "high" (TF32 allowed), applied while compiling and recorded in
-        the package metadata as "aotirt_float32_matmul_precision".
+        the package metadata as "aotirt_float32_matmul_precision" (the runtime applies it per package).
+    method_name: the method lowered (ExecuTorch's method_name compile spec; "forward" for aotirt.compile).
+    platform: "linux" or "windows" (Windows: cross-compiled against the import library in shim_library_path).
+    target: "cuda" or "rocm"; None detects it from the installed torch (torch.version.hip).
+    shim_library_path: platform=windows only: the folder holding aoti_cuda_shims.lib.
+    Combinations a platform cannot run (ATEN or max_autotune OFF on Windows/ROCm) raise UnsupportedPlatformError.
     """
 
     max_autotune: bool = True
-    max_autotune_gemm_backends: str = "TRITON"
+    max_autotune_gemm_backends: str = DEFAULT_GEMM_BACKENDS
     max_autotune_conv_backends: str = "TRITON"
     float32_matmul_precision: str = "highest"
+    method_name: str = "forward"
+    platform: str = "linux"
+    target: str | None = None
+    shim_library_path: str | None = None
 
     def __post_init__(self) -> None:
         validate(self)
-        # frozen: normalize through object.__setattr__ (e.g. "triton, aten" -> "TRITON,ATEN").
-        object.__setattr__(self, "max_autotune_gemm_backends", _normalize_backends(
-            self.max_autotune_gemm_backends, VALID_GEMM_BACKENDS, "max_autotune_gemm_backends"))
-        object.__setattr__(self, "max_autotune_conv_backends", _normalize_backends(
+        # frozen: normalize through object.__setattr__ (e.g. "triton, aten" -> "ATEN,TRITON").
+        set_ = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731
+        set_("max_autotune_gemm_backends", _normalize_backends(
+            self.max_autotune_gemm_backends, VALID_GEMM_BACKENDS, "max_autotune_gemm_backends",
+            VALID_GEMM_BACKEND_VALUES))
+        set_("max_autotune_conv_backends", _normalize_backends(
             self.max_autotune_conv_backends, VALID_CONV_BACKENDS, "max_autotune_conv_backends"))
+        set_("float32_matmul_precision", _choice(self.float32_matmul_precision, VALID_FLOAT32_MATMUL_PRECISION,
+                                                 "float32_matmul_precision"))
+        set_("platform", _choice(self.platform, VALID_PLATFORMS, "platform"))
+        if self.target is not None:
+            set_("target", _choice(self.target, VALID_TARGETS, "target"))
+        # Refuse what the platform cannot run as early as it is known without torch (linux + auto target waits for
+        # the lowering, where the target is detected).
+        if self.platform == "windows" or self.target is not None:
+            from aotirt import platforms
+            platforms.check_options(self, self.target or "cuda")
+
+    def resolved_target(self) -> str:
+        """The explicit target, else the installed torch's (rocm when torch.version.hip, else cuda)."""
+        if self.target is not None:
+            return self.target
+        from aotirt import platforms
+        return platforms.detect_target()
+
+    def platform_key(self, target: str | None = None) -> str:
+        """The shim manifest's platform: linux_cuda, windows_cuda or rocm."""
+        from aotirt import platforms
+        return platforms.platform_key(self.platform, target or self.resolved_target())
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any]) -> "CompileOptions":
@@ -88,41 +145,114 @@ class CompileOptions:
 def validate(opts: CompileOptions) -> None:
     """Raises SpecError naming the field and the valid values for the first invalid field."""
     if not isinstance(opts.max_autotune, bool):
-        raise SpecError(f"max_autotune must be True or False, got {opts.max_autotune!r}")
-    _normalize_backends(opts.max_autotune_gemm_backends, VALID_GEMM_BACKENDS, "max_autotune_gemm_backends")
+        raise SpecError(f"max_autotune must be True or False (ON/OFF in compile specs), got {opts.max_autotune!r}")
+    _normalize_backends(opts.max_autotune_gemm_backends, VALID_GEMM_BACKENDS, "max_autotune_gemm_backends",
+                        VALID_GEMM_BACKEND_VALUES)
     _normalize_backends(opts.max_autotune_conv_backends, VALID_CONV_BACKENDS, "max_autotune_conv_backends")
-    if opts.float32_matmul_precision not in VALID_FLOAT32_MATMUL_PRECISION:
-        raise SpecError(f"float32_matmul_precision={opts.float32_matmul_precision!r} is not valid; valid: "
-                        f"{list(VALID_FLOAT32_MATMUL_PRECISION)}")
+    _choice(opts.float32_matmul_precision, VALID_FLOAT32_MATMUL_PRECISION, "float32_matmul_precision")
+    if not isinstance(opts.method_name, str) or not opts.method_name.isidentifier():
+        raise SpecError(f"method_name={opts.method_name!r} must be a Python identifier such as 'forward'")
+    _choice(opts.platform, VALID_PLATFORMS, "platform")
+    if opts.target is not None:
+        _choice(opts.target, VALID_TARGETS, "target")
+    if opts.shim_library_path is not None and not isinstance(opts.shim_library_path, str):
+        raise SpecError(f"shim_library_path must be a folder path string, got {opts.shim_library_path!r}")
 
 
-def inductor_options(opts: CompileOptions | None = None, extra: Mapping[str, Any] | None = None) -> dict:
-    """The Inductor options (`inductor_configs`) for `opts`, with the user's `extra` options merged on top.
+# ---- ExecuTorch compile specs (key + bytes value) -> CompileOptions -------------------------------------------------
+# Keys ExecuTorch's partitioner adds by itself; accepted and handed back to the caller, not options of ours.
+PASS_THROUGH_SPEC_KEYS = ("target_device",)
+SPEC_KEYS = tuple(f.name for f in dataclasses.fields(CompileOptions))
 
-    `extra` may add any Inductor option, and add "aot_inductor.metadata" entries (string values), but may not change
-    FIXED_INDUCTOR_OPTIONS or the "aotirt_*" metadata keys: SpecError says which and why. max_autotune and the
-    backend lists given here override `opts` after the same validation as CompileOptions.
-    """
+
+def options_from_compile_specs(specs: Any) -> tuple:
+    """[CompileSpec(key, bytes)] -> (CompileOptions, {pass-through key: str}). Unknown keys are refused with the
+    valid ones (ExecuTorch's own CudaBackend keys such as triton_kernel_mode mean nothing to aotirt)."""
+    values, extra, seen = {}, {}, set()
+    for spec in specs:
+        key, value = getattr(spec, "key", None), getattr(spec, "value", None)
+        if not isinstance(key, str):
+            raise SpecError(f"a compile spec must have a str key and a bytes value, got {spec!r}")
+        if isinstance(value, (bytes, bytearray)):
+            try:
+                value = bytes(value).decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise SpecError(f"compile spec {key!r}: value {value!r} is not UTF-8 text") from e
+        if key in seen:
+            raise SpecError(f"compile spec {key!r} is given twice; give it once")
+        seen.add(key)
+        if key in PASS_THROUGH_SPEC_KEYS:
+            extra[key] = value
+        elif key == "max_autotune":
+            values[key] = parse_on_off(value)
+        elif key in SPEC_KEYS:
+            values[key] = value
+        else:
+            raise SpecError(f"unknown compile spec {key!r}; valid: {sorted(SPEC_KEYS + PASS_THROUGH_SPEC_KEYS)}")
+    return CompileOptions(**values), extra
+
+
+def options_to_compile_spec_values(opts: CompileOptions) -> list:
+    """[(key, bytes)] that options_from_compile_specs turns back into `opts` (defaults left out)."""
+    out = []
+    for f in dataclasses.fields(CompileOptions):
+        v = getattr(opts, f.name)
+        if v == f.default:
+            continue
+        out.append((f.name, (("ON" if v else "OFF") if isinstance(v, bool) else str(v)).encode()))
+    return out
+
+
+def effective_options(opts: CompileOptions | None = None, extra: Mapping[str, Any] | None = None) -> CompileOptions:
+    """`opts` with max_autotune / the backend lists given in inductor_configs `extra` folded in (validated the same
+    way: Inductor itself ignores unknown backend names silently)."""
     opts = CompileOptions() if opts is None else opts
     if not isinstance(opts, CompileOptions):
         raise SpecError(f"options must be an aotirt.CompileOptions, got {type(opts).__name__}")
+    chosen = {k: v for k, v in (extra or {}).items() if k in _CHOSEN_FIELDS}
+    return dataclasses.replace(opts, **chosen) if chosen else opts
+
+
+def inductor_options(opts: CompileOptions | None = None, extra: Mapping[str, Any] | None = None, *,
+                     target: str | None = None) -> dict:
+    """The Inductor options (`inductor_configs`) for `opts`, with the user's `extra` options merged on top: the one
+    place where compile options become Inductor options.
+
+    `extra` may add any Inductor option, and add "aot_inductor.metadata" entries (string values), but may not change
+    FIXED_INDUCTOR_OPTIONS or the "aotirt_*" metadata keys: SpecError says which and why. max_autotune and the
+    backend lists given there override `opts` after the same validation as CompileOptions. `target` (cuda|rocm)
+    defaults to opts.target or the installed torch's. Platform refusals (platforms.check_options) apply.
+    """
+    from aotirt import platforms
+    opts = effective_options(opts, extra)
     validate(opts)
+    key = platforms.check_options(opts, target or opts.resolved_target())
     out: dict = dict(FIXED_INDUCTOR_OPTIONS)
     out.update({
         "max_autotune": opts.max_autotune,
         "max_autotune_gemm_backends": opts.max_autotune_gemm_backends,
         "max_autotune_conv_backends": opts.max_autotune_conv_backends,
     })
+    if opts.platform == "windows":
+        out.update({
+            "aot_inductor.cross_target_platform": "windows",
+            "aot_inductor.aoti_shim_library": WINDOWS_SHIM_LIBRARY,
+            "aot_inductor.aoti_shim_library_path": opts.shim_library_path,
+            "aot_inductor.precompile_headers": False,  # not supported when cross-compiling for Windows
+        })
     metadata = {
         "aotirt_version": __version__,
         "aotirt_float32_matmul_precision": opts.float32_matmul_precision,
+        "aotirt_platform": key,
+        "aotirt_max_autotune": "ON" if opts.max_autotune else "OFF",
+        "aotirt_max_autotune_gemm_backends": opts.max_autotune_gemm_backends,
     }
-    for key, value in (extra or {}).items():
-        if key in FIXED_INDUCTOR_OPTIONS:
-            if value != FIXED_INDUCTOR_OPTIONS[key]:
-                raise SpecError(f"inductor_configs[{key!r}]={value!r} is not allowed: the aotirt runtime needs "
-                                f"{FIXED_INDUCTOR_OPTIONS[key]!r}; remove it from inductor_configs")
-        elif key == METADATA_KEY:
+    for key_, value in (extra or {}).items():
+        if key_ in FIXED_INDUCTOR_OPTIONS:
+            if value != FIXED_INDUCTOR_OPTIONS[key_]:
+                raise SpecError(f"inductor_configs[{key_!r}]={value!r} is not allowed: the aotirt runtime needs "
+                                f"{FIXED_INDUCTOR_OPTIONS[key_]!r}; remove it from inductor_configs")
+        elif key_ == METADATA_KEY:
             if not isinstance(value, Mapping):
                 raise SpecError(f"inductor_configs[{METADATA_KEY!r}] must be a dict of str to str, got "
                                 f"{type(value).__name__}")
@@ -133,10 +263,12 @@ def inductor_options(opts: CompileOptions | None = None, extra: Mapping[str, Any
                 if mk in metadata:
                     raise SpecError(f"metadata key {mk!r} is set by aotirt; use another name")
             metadata.update(value)
-        elif key in _CHOSEN_FIELDS:
-            # Same validation as CompileOptions (Inductor ignores unknown backend names silently).
-            out[key] = getattr(CompileOptions(**{key: value}), key)
+        elif key_ in _CHOSEN_FIELDS:
+            continue  # folded into opts above
+        elif key_ in out and out[key_] != value:
+            raise SpecError(f"inductor_configs[{key_!r}]={value!r} conflicts with the compile options "
+                            f"({out[key_]!r}); set it through aotirt.CompileOptions")
         else:
-            out[key] = value
+            out[key_] = value
     out[METADATA_KEY] = metadata
     return out

@@ -21,13 +21,19 @@ def _cli(*args):
 
 @pytest.mark.parametrize("args,match", [
     ((), "missing command"),
-    (("bogus",), "unknown command 'bogus'; valid: \\['run', 'doctor'\\]"),
+    (("bogus",), "unknown command 'bogus'; valid: \\['lower', 'run', 'bench', 'doctor'\\]"),
     (("run",), "run needs --package and --inputs"),
     (("run", "--package=m.pt2"), "run needs --inputs"),
     (("doctor", "extra"), "unexpected arguments \\['extra'\\]"),
     (("run", "--iters=0"), "flag --iters=0: 0 is not a positive integer"),
     (("run", "--warmup=-1"), "flag --warmup=-1"),
     (("run", "--no_such_flag=1"), "Unknown command line flag 'no_such_flag'"),
+    (("lower",), "lower needs --model and --package"),
+    (("lower", "--model=aotirt.demo:siglip_like"), "lower needs --package"),
+    (("lower", "--model=m:f", "--package=out.zip"), "--package='out.zip' must end with .pt2"),
+    (("lower", "--device=-1"), "flag --device=-1"),
+    (("bench",), "bench needs --package"),
+    (("bench", "--iters=0"), "flag --iters=0"),
 ])
 def test_usage_errors_exit_1(args, match):
     import re
@@ -67,3 +73,61 @@ def test_doctor_reports_and_exit_code_matches_problems():
         assert line in out, out
     assert ("doctor: 0 problem(s)" in out) == (rc == 0), out
     assert rc in (0, 1)
+
+
+@pytest.mark.parametrize("flag,match", [
+    ("--max_autotune_gemm_backends=CUTLASS", r"\['CUTLASS'\]; valid: \['TRITON', 'ATEN,TRITON', 'ATEN'\]"),
+    ("--max_autotune=maybe", r"--max_autotune='maybe' is not valid; valid: \['ON', 'OFF'\]"),
+    ("--float32_matmul_precision=medium", r"valid: \['highest', 'high'\]"),
+    ("--platform=macos", r"valid: \['linux', 'windows'\]"),
+])
+def test_lower_spec_flag_errors_exit_2(tmp_path, flag, match):
+    import re
+    rc, out = _cli("lower", "--model=aotirt.demo:siglip_like", f"--package={tmp_path}/m.pt2", flag)
+    assert rc == 2 and re.search(match, out), out
+
+
+@pytest.mark.parametrize("flags,match", [
+    (("--platform=windows", "--max_autotune_gemm_backends=aten"), "cannot lower for windows_cuda"),
+    (("--platform=windows", "--max_autotune=OFF"), "max_autotune=OFF makes Inductor call cuBLAS"),
+    (("--target=rocm", "--max_autotune_gemm_backends=triton,aten"), "cannot lower for rocm"),
+])
+def test_lower_platform_refusals_exit_2(tmp_path, flags, match):
+    rc, out = _cli("lower", "--model=aotirt.demo:siglip_like", f"--package={tmp_path}/m.pt2", *flags)
+    assert rc == 2 and match in out, out
+
+
+@pytest.mark.parametrize("model,match", [
+    ("nosuch_module_xyz:f", "cannot import 'nosuch_module_xyz'"),
+    ("aotirt.demo:no_such_factory", "has no attribute 'no_such_factory'"),
+    ("aotirt.demo", "must be pkg.module:factory"),
+])
+def test_lower_bad_model_exit_2(tmp_path, model, match):
+    rc, out = _cli("lower", f"--model={model}", f"--package={tmp_path}/m.pt2")
+    assert rc == 2 and match in out, out
+
+
+def test_lower_and_bench_refuse_clearly_without_a_gpu(tmp_path):
+    import torch
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    rc, out = _cli("lower", "--model=aotirt.demo:siglip_like", f"--package={tmp_path}/m.pt2")
+    assert rc == 2 and "aotirt lower: error: lower needs a GPU" in out, out
+    pkg = tmp_path / "m.pt2"
+    pkg.write_bytes(b"PK")
+    rc, out = _cli("bench", f"--package={pkg}")
+    assert rc == 2 and "aotirt bench: error: bench needs a GPU" in out, out
+
+
+def test_bench_missing_package_exits_2(tmp_path):
+    rc, out = _cli("bench", f"--package={tmp_path}/nope.pt2")
+    assert rc == 2 and "no such file" in out, out
+
+
+def test_doctor_prints_the_platform_support_table_and_cublaslt():
+    rc, out = _cli("doctor")
+    assert "platform support (shim manifest" in out, out
+    for key in ("linux_cuda", "windows_cuda", "rocm"):
+        assert key in out
+    assert "aoti_torch_cuda_mm_out: linux_cuda" in out
+    assert "cuBLASLt would be found: " in out and "executorch: " in out

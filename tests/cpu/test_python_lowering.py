@@ -1,4 +1,6 @@
 """aotirt.compile refusals that need no GPU, and the demo model (CPU forward + torch.export)."""
+import os
+
 import pytest
 import torch
 
@@ -61,7 +63,7 @@ def test_bad_arguments_are_refused_first(kwargs, error, match):
 
 def test_cpu_example_inputs_are_refused(monkeypatch):
     # Past the CUDA check (pretend), a CPU example input would silently compile a CPU package: refuse it.
-    monkeypatch.setattr(lowering, "check_cuda_available", lambda torch: None)
+    monkeypatch.setattr(lowering, "check_cuda_available", lambda torch, target="cuda": None)
     spy = ExportSpy()
     with pytest.raises(aotirt.LoweringError, match=r"example input 0 \(shape \(2, 4\), torch.float32\) is on cpu"):
         aotirt.compile(spy, (torch.randn(2, 4),))
@@ -69,13 +71,13 @@ def test_cpu_example_inputs_are_refused(monkeypatch):
 
 
 def test_not_a_model_is_refused(monkeypatch):
-    monkeypatch.setattr(lowering, "check_cuda_available", lambda torch: None)
+    monkeypatch.setattr(lowering, "check_cuda_available", lambda torch, target="cuda": None)
     with pytest.raises(aotirt.LoweringError, match="takes a torch.nn.Module or torch.export.ExportedProgram, got str"):
         aotirt.compile("model.py", ())
 
 
 def test_export_failure_is_a_lowering_error(monkeypatch):
-    monkeypatch.setattr(lowering, "check_cuda_available", lambda torch: None)
+    monkeypatch.setattr(lowering, "check_cuda_available", lambda torch, target="cuda": None)
 
     class Bad(torch.nn.Module):
         def forward(self):
@@ -124,3 +126,129 @@ def test_demo_defaults_are_siglip_so400m_sizes():
     assert x.shape == (1, 256, 1152) and x.dtype == torch.bfloat16
     with pytest.raises(ValueError, match="divisible by heads"):
         demo.siglip_like(width=100, heads=16, num_blocks=1)
+
+
+# ---- platform, model and GPU refusals (before Inductor), and the shim check inside Inductor -------------------------
+from aotirt import platforms  # noqa: E402
+
+
+class ConvNet(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 3)
+        self.lin = torch.nn.Linear(8, 4)
+
+    def forward(self, x):
+        return self.lin(self.conv(x).mean((2, 3)))
+
+
+class Gemms(torch.nn.Module):
+    """mm, addmm (bias row) and bmm: on CPU Inductor calls aoti_torch_cpu_{mm,addmm,bmm}_out for them."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(16, 8))
+        self.b = torch.nn.Parameter(torch.randn(8))
+
+    def forward(self, x, y, z):
+        return torch.addmm(self.b, x, self.w), torch.mm(x, self.w), torch.bmm(y, z)
+
+
+def _gemm_inputs():
+    return torch.randn(4, 16), torch.randn(2, 3, 5), torch.randn(2, 5, 6)
+
+
+@pytest.fixture
+def past_the_gpu_checks(monkeypatch):
+    """Pretends this CPU machine can lower: no CUDA check, CPU example inputs allowed, an H200's properties."""
+    monkeypatch.setattr(lowering, "check_cuda_available", lambda torch, target="cuda": None)
+    monkeypatch.setattr(lowering, "_check_example_inputs", lambda torch, inputs, index: None)
+    monkeypatch.setattr(platforms, "gpu_properties", lambda index=None: platforms.GpuProperties("NVIDIA H200", 132, 9))
+
+
+@pytest.fixture
+def no_inductor(monkeypatch):
+    def fail(*a, **k):
+        raise AssertionError("Inductor must not run: the refusal comes first")
+    monkeypatch.setattr(torch._inductor, "aoti_compile_and_package", fail)
+
+
+def test_conv_with_aten_only_is_refused_before_inductor(past_the_gpu_checks, no_inductor, tmp_path):
+    opts = aotirt.CompileOptions(max_autotune_gemm_backends="aten")
+    with pytest.raises(aotirt.UnsupportedShimError, match=r"convolutions \(conv2d\).*'ATEN,TRITON'"):
+        aotirt.compile(ConvNet(), (torch.randn(1, 3, 8, 8),), str(tmp_path / "m.pt2"), options=opts)
+    assert not (tmp_path / "m.pt2").exists()
+
+
+def test_conv_without_autotune_is_refused_naming_the_convolution_shim(past_the_gpu_checks, no_inductor):
+    with pytest.raises(aotirt.UnsupportedShimError, match="aoti_torch_cuda_convolution"):
+        aotirt.compile(ConvNet(), (torch.randn(1, 3, 8, 8),), options=aotirt.CompileOptions(max_autotune=False))
+
+
+def test_small_gpu_is_refused_suggesting_aten_triton(past_the_gpu_checks, no_inductor, monkeypatch):
+    monkeypatch.setattr(platforms, "gpu_properties", lambda index=None: platforms.GpuProperties("Jetson Orin", 16, 8, 7))
+    with pytest.raises(aotirt.SmallGpuError, match=r"Jetson Orin has 16 SMs.*'ATEN,TRITON'"):
+        aotirt.compile(ExportSpy(), (torch.randn(2, 4),))
+
+
+def test_rocm_refusals_come_before_export(monkeypatch):
+    monkeypatch.setattr(torch.version, "hip", "6.2.0", raising=False)
+    for opts in (aotirt.CompileOptions(max_autotune=False), aotirt.CompileOptions(max_autotune_gemm_backends="ATEN")):
+        spy = ExportSpy()
+        with pytest.raises(aotirt.UnsupportedPlatformError, match="cannot lower for rocm"):
+            aotirt.compile(spy, (torch.randn(2, 4),), options=opts)
+        assert spy.calls == 0
+
+
+def test_windows_needs_the_import_library_folder():
+    spy = ExportSpy()
+    with pytest.raises(aotirt.SpecError, match=r"aoti_cuda_shims.lib.*shim_library_path="):
+        aotirt.compile(spy, (torch.randn(2, 4),), options=aotirt.CompileOptions(platform="windows"))
+    assert spy.calls == 0
+
+
+def test_collector_lists_every_fallback_shim_from_real_inductor_codegen():
+    # Real Inductor (CPU device): the hooks see the extern GEMM calls and refuse before the C++ build, with all of
+    # them, sorted. On a GPU the same hooks see aoti_torch_cuda_* names.
+    ep = torch.export.export(Gemms(), _gemm_inputs())
+    with pytest.raises(Exception) as info:
+        with lowering.collect_shim_calls("linux_cuda"):
+            torch._inductor.aoti_compile_and_package(ep, inductor_configs={"aot_inductor.link_libtorch": False})
+    refusal = lowering._shim_error_in(info.value)
+    assert refusal is not None, info.value
+    assert refusal.shims == ["aoti_torch_cpu_addmm_out", "aoti_torch_cpu_bmm_out", "aoti_torch_cpu_mm_out"]
+    assert "3 shim(s) that the linux_cuda shim library does not export" in str(refusal)
+
+
+def test_collector_restores_inductor():
+    from torch._inductor.codecache import AotCodeCompiler
+    from torch._inductor.codegen.cpp_wrapper_cpu import CppWrapperCpu
+    before = (AotCodeCompiler.__dict__["compile"], CppWrapperCpu.generate_c_shim_extern_kernel_call)
+    with lowering.collect_shim_calls("linux_cuda"):
+        assert CppWrapperCpu.generate_c_shim_extern_kernel_call is not before[1]
+    assert (AotCodeCompiler.__dict__["compile"], CppWrapperCpu.generate_c_shim_extern_kernel_call) == before
+
+
+def test_compile_surfaces_the_shim_refusal_and_writes_nothing(past_the_gpu_checks, tmp_path):
+    target = tmp_path / "out" / "m.pt2"
+    with pytest.raises(aotirt.UnsupportedShimError) as info:
+        aotirt.compile(Gemms(), _gemm_inputs(), str(target), options=aotirt.CompileOptions(max_autotune=False))
+    assert info.value.shims == ["aoti_torch_cpu_addmm_out", "aoti_torch_cpu_bmm_out", "aoti_torch_cpu_mm_out"]
+    assert not target.exists() and os.listdir(tmp_path / "out") == []  # the staging folder is gone too
+
+
+def test_package_scan_refuses_what_the_hooks_missed(tmp_path):
+    import zipfile
+    pkg = tmp_path / "m.pt2"
+    with zipfile.ZipFile(pkg, "w") as z:
+        z.writestr("m/data/aotinductor/model/x.wrapper.cpp",
+                   "AOTI_TORCH_ERROR_CODE_CHECK(aoti_torch_cuda_mm_out(a, b, c));\naoti_torch_empty_strided(1);")
+    assert "aoti_torch_cuda_mm_out" in lowering.check_package_shims(str(pkg), "linux_cuda")
+    with pytest.raises(aotirt.UnsupportedShimError, match="package m.pt2 would call 1 shim.*aoti_torch_cuda_mm_out"):
+        lowering.check_package_shims(str(pkg), "windows_cuda")
+
+
+def test_no_valid_choices_gets_a_hint(past_the_gpu_checks):
+    # On CPU there are no Triton GEMM templates: with TRITON only Inductor finds no GEMM choice, as on a small GPU.
+    with pytest.raises(aotirt.LoweringError, match=r"no kernel choice .*NoValidChoicesError.*use max_autotune_gemm_backends='ATEN,TRITON'"):
+        aotirt.compile(Gemms(), _gemm_inputs())

@@ -1,4 +1,4 @@
-"""aotirt.specs: CompileOptions validation and the one mapping to Inductor options."""
+"""aotirt.specs: every compile option value, its Inductor options, the ExecuTorch compile-spec parsing."""
 import dataclasses
 
 import pytest
@@ -7,8 +7,15 @@ import aotirt
 from aotirt import specs
 
 
+def _meta(**over):
+    base = {"aotirt_version": aotirt.__version__, "aotirt_float32_matmul_precision": "highest",
+            "aotirt_platform": "linux_cuda", "aotirt_max_autotune": "ON", "aotirt_max_autotune_gemm_backends": "TRITON"}
+    base.update(over)
+    return base
+
+
 def test_default_options_map_to_the_runtime_contract():
-    assert specs.inductor_options() == {
+    assert specs.inductor_options(target="cuda") == {
         "aot_inductor.link_libtorch": False,
         "aot_inductor.embed_kernel_binary": True,
         "aot_inductor.package": True,
@@ -17,31 +24,77 @@ def test_default_options_map_to_the_runtime_contract():
         "max_autotune": True,
         "max_autotune_gemm_backends": "TRITON",
         "max_autotune_conv_backends": "TRITON",
-        "aot_inductor.metadata": {"aotirt_version": aotirt.__version__,
-                                  "aotirt_float32_matmul_precision": "highest"},
+        "aot_inductor.metadata": _meta(),
     }
 
 
-def test_chosen_options_are_mapped_and_normalized():
-    opts = aotirt.CompileOptions(max_autotune=False, max_autotune_gemm_backends=" aten, triton,ATEN",
-                                 max_autotune_conv_backends="triton", float32_matmul_precision="high")
-    assert opts.max_autotune_gemm_backends == "ATEN,TRITON"
-    out = aotirt.inductor_options(opts)
-    assert out["max_autotune"] is False
-    assert out["max_autotune_gemm_backends"] == "ATEN,TRITON"
+def test_default_is_triton_max_autotune_highest_forward_linux():
+    opts = aotirt.CompileOptions()
+    assert (opts.max_autotune_gemm_backends, opts.max_autotune, opts.float32_matmul_precision, opts.method_name,
+            opts.platform, opts.target) == ("TRITON", True, "highest", "forward", "linux", None)
+
+
+@pytest.mark.parametrize("given,canonical", [
+    ("TRITON", "TRITON"), ("triton", "TRITON"), (" Triton ", "TRITON"),
+    ("ATEN,TRITON", "ATEN,TRITON"), ("triton, aten", "ATEN,TRITON"), ("TRITON,ATEN", "ATEN,TRITON"),
+    (" aten, triton,ATEN", "ATEN,TRITON"), ("aten", "ATEN"), ("ATEN,aten", "ATEN"),
+])
+@pytest.mark.parametrize("max_autotune", [True, False])
+@pytest.mark.parametrize("precision", ["highest", "high"])
+def test_every_value_maps_to_inductor_options(given, canonical, max_autotune, precision):
+    opts = aotirt.CompileOptions(max_autotune=max_autotune, max_autotune_gemm_backends=given,
+                                 float32_matmul_precision=precision)
+    assert opts.max_autotune_gemm_backends == canonical
+    out = aotirt.inductor_options(opts, target="cuda")
+    assert out["max_autotune"] is max_autotune
+    assert out["max_autotune_gemm_backends"] == canonical
     assert out["max_autotune_conv_backends"] == "TRITON"
-    assert out["aot_inductor.metadata"]["aotirt_float32_matmul_precision"] == "high"
+    assert out["aot_inductor.metadata"] == _meta(aotirt_float32_matmul_precision=precision,
+                                                 aotirt_max_autotune="ON" if max_autotune else "OFF",
+                                                 aotirt_max_autotune_gemm_backends=canonical)
+    assert "aot_inductor.cross_target_platform" not in out
+
+
+def test_windows_maps_to_cross_compilation_against_the_import_library():
+    opts = aotirt.CompileOptions(platform="Windows", shim_library_path="/x/lib")
+    assert opts.platform == "windows"
+    out = aotirt.inductor_options(opts)
+    assert out["aot_inductor.cross_target_platform"] == "windows"
+    assert out["aot_inductor.aoti_shim_library"] == "aoti_cuda_shims"
+    assert out["aot_inductor.aoti_shim_library_path"] == "/x/lib"
+    assert out["aot_inductor.precompile_headers"] is False
+    assert out["aot_inductor.metadata"]["aotirt_platform"] == "windows_cuda"
+
+
+def test_rocm_target_maps_to_the_rocm_platform():
+    out = aotirt.inductor_options(aotirt.CompileOptions(target="rocm"))
+    assert out["aot_inductor.metadata"]["aotirt_platform"] == "rocm"
+    assert out["max_autotune_gemm_backends"] == "TRITON"
+
+
+def test_target_is_detected_from_torch_version_hip(monkeypatch):
+    import torch
+    monkeypatch.setattr(torch.version, "hip", "6.2.0", raising=False)
+    assert aotirt.CompileOptions().resolved_target() == "rocm"
+    monkeypatch.setattr(torch.version, "hip", None, raising=False)
+    assert aotirt.CompileOptions().resolved_target() == "cuda"
+    assert aotirt.CompileOptions(target="rocm").resolved_target() == "rocm"  # explicit wins
 
 
 @pytest.mark.parametrize("kwargs,match", [
-    ({"max_autotune_gemm_backends": "CUTLASS"}, r"unsupported value\(s\) \['CUTLASS'\].*\['TRITON', 'ATEN'\]"),
-    ({"max_autotune_gemm_backends": "TRITON,CK"}, r"\['CK'\]"),
+    ({"max_autotune_gemm_backends": "CUTLASS"},
+     r"unsupported value\(s\) \['CUTLASS'\]; valid: \['TRITON', 'ATEN,TRITON', 'ATEN'\]"),
+    ({"max_autotune_gemm_backends": "TRITON,CK"}, r"\['CK'\]; valid: \['TRITON', 'ATEN,TRITON', 'ATEN'\]"),
+    ({"max_autotune_gemm_backends": "TRITON;ATEN"}, r"\['TRITON;ATEN'\]"),
     ({"max_autotune_gemm_backends": " , "}, "empty value"),
-    ({"max_autotune_gemm_backends": ["TRITON"]}, "comma-separated string"),
-    ({"max_autotune_conv_backends": "ATEN"}, r"\['ATEN'\].*valid: a comma-separated subset of \['TRITON'\]"),
+    ({"max_autotune_gemm_backends": ["TRITON"]}, "must be a string, one of"),
+    ({"max_autotune_conv_backends": "ATEN"}, r"\['ATEN'\]; valid: \['TRITON'\]"),
     ({"float32_matmul_precision": "medium"}, r"'medium' is not valid; valid: \['highest', 'high'\]"),
     ({"max_autotune": "yes"}, "max_autotune must be True or False"),
     ({"max_autotune": 1}, "max_autotune must be True or False"),
+    ({"platform": "macos"}, r"platform='macos' is not valid; valid: \['linux', 'windows'\]"),
+    ({"target": "metal"}, r"target='metal' is not valid; valid: \['cuda', 'rocm'\]"),
+    ({"method_name": "my method"}, "must be a Python identifier"),
 ])
 def test_invalid_values_raise_spec_error_listing_valid_values(kwargs, match):
     with pytest.raises(aotirt.SpecError, match=match) as info:
@@ -49,9 +102,44 @@ def test_invalid_values_raise_spec_error_listing_valid_values(kwargs, match):
     assert isinstance(info.value, ValueError) and isinstance(info.value, aotirt.Error)
 
 
+@pytest.mark.parametrize("kwargs,match", [
+    ({"platform": "windows", "max_autotune_gemm_backends": "ATEN"}, r"windows_cuda: max_autotune_gemm_backends='ATEN'"),
+    ({"platform": "windows", "max_autotune_gemm_backends": "triton,aten"}, r"'ATEN,TRITON'.*use max_autotune_gemm_backends='TRITON'"),
+    ({"target": "rocm", "max_autotune_gemm_backends": "ATEN"}, r"rocm: .*no cuBLAS"),
+    ({"target": "rocm", "max_autotune_gemm_backends": "ATEN,TRITON"}, r"rocm: .*'ATEN,TRITON'"),
+    ({"platform": "windows", "max_autotune": False}, r"max_autotune=OFF.*Windows build.*use max_autotune=ON"),
+    ({"target": "rocm", "max_autotune": False}, r"max_autotune=OFF.*ROCm"),
+    ({"platform": "windows", "target": "rocm"}, r"ROCm build exists for Linux only"),
+])
+def test_platform_refusals_say_what_to_change(kwargs, match):
+    with pytest.raises(aotirt.UnsupportedPlatformError, match=match) as info:
+        aotirt.CompileOptions(**kwargs)
+    assert isinstance(info.value, aotirt.LoweringError)
+
+
+def test_both_platform_problems_are_listed_at_once():
+    with pytest.raises(aotirt.UnsupportedPlatformError) as info:
+        aotirt.CompileOptions(platform="windows", max_autotune=False, max_autotune_gemm_backends="ATEN")
+    assert "max_autotune_gemm_backends='ATEN'" in str(info.value) and "max_autotune=OFF" in str(info.value)
+
+
+def test_linux_auto_target_is_checked_at_lowering(monkeypatch):
+    import torch
+    opts = aotirt.CompileOptions(max_autotune_gemm_backends="ATEN")  # fine until the target is known
+    monkeypatch.setattr(torch.version, "hip", "6.2.0", raising=False)
+    with pytest.raises(aotirt.UnsupportedPlatformError, match="rocm"):
+        aotirt.inductor_options(opts)
+    assert aotirt.inductor_options(opts, target="cuda")["max_autotune_gemm_backends"] == "ATEN"
+
+
 def test_replace_revalidates():
     with pytest.raises(aotirt.SpecError):
         dataclasses.replace(aotirt.CompileOptions(), float32_matmul_precision="low")
+
+
+def test_positional_fields_keep_their_order():
+    opts = aotirt.CompileOptions(False, "aten", "triton", "high")
+    assert (opts.max_autotune, opts.max_autotune_gemm_backends, opts.float32_matmul_precision) == (False, "ATEN", "high")
 
 
 def test_from_dict():
@@ -62,11 +150,10 @@ def test_from_dict():
 
 def test_extra_inductor_configs_merge():
     out = aotirt.inductor_options(None, {"triton.cudagraphs": False, "aot_inductor.link_libtorch": False,
-                                         "aot_inductor.metadata": {"model": "siglip"}})
+                                         "aot_inductor.metadata": {"model": "siglip"}}, target="cuda")
     assert out["triton.cudagraphs"] is False
     assert out["aot_inductor.link_libtorch"] is False
-    assert out["aot_inductor.metadata"] == {"aotirt_version": aotirt.__version__,
-                                            "aotirt_float32_matmul_precision": "highest", "model": "siglip"}
+    assert out["aot_inductor.metadata"] == _meta(model="siglip")
 
 
 @pytest.mark.parametrize("extra,match", [
@@ -74,20 +161,28 @@ def test_extra_inductor_configs_merge():
     ({"aot_inductor.package_constants_on_disk_format": "pickle_weights"}, "needs 'binary_blob'"),
     ({"aot_inductor.package_constants_in_so": True}, "package_constants_in_so"),
     ({"aot_inductor.metadata": {"aotirt_version": "9"}}, "'aotirt_version' is set by aotirt"),
+    ({"aot_inductor.metadata": {"aotirt_platform": "x"}}, "'aotirt_platform' is set by aotirt"),
     ({"aot_inductor.metadata": {"n": 1}}, "str to str"),
     ({"aot_inductor.metadata": "x"}, "must be a dict"),
-    ({"max_autotune_gemm_backends": "CUTLASS"}, r"\['CUTLASS'\]; valid: a comma-separated subset"),
+    ({"max_autotune_gemm_backends": "CUTLASS"}, r"\['CUTLASS'\]; valid: \['TRITON', 'ATEN,TRITON', 'ATEN'\]"),
     ({"max_autotune": "no"}, "max_autotune must be True or False"),
 ])
 def test_extra_inductor_configs_cannot_break_the_runtime(extra, match):
     with pytest.raises(aotirt.SpecError, match=match):
-        aotirt.inductor_options(aotirt.CompileOptions(), extra)
+        aotirt.inductor_options(aotirt.CompileOptions(), extra, target="cuda")
 
 
 def test_chosen_fields_in_inductor_configs_are_validated_and_override():
     out = aotirt.inductor_options(aotirt.CompileOptions(), {"max_autotune": False,
-                                                            "max_autotune_gemm_backends": "triton,aten"})
-    assert out["max_autotune"] is False and out["max_autotune_gemm_backends"] == "TRITON,ATEN"
+                                                            "max_autotune_gemm_backends": "triton,aten"},
+                                  target="cuda")
+    assert out["max_autotune"] is False and out["max_autotune_gemm_backends"] == "ATEN,TRITON"
+    assert out["aot_inductor.metadata"]["aotirt_max_autotune"] == "OFF"
+
+
+def test_chosen_fields_in_inductor_configs_obey_platform_rules():
+    with pytest.raises(aotirt.UnsupportedPlatformError, match="max_autotune=OFF"):
+        aotirt.inductor_options(aotirt.CompileOptions(target="rocm"), {"max_autotune": False})
 
 
 def test_options_must_be_compile_options():
@@ -95,11 +190,57 @@ def test_options_must_be_compile_options():
         aotirt.inductor_options({"max_autotune": True})
 
 
+# ---- ExecuTorch-style compile specs (key, bytes) --------------------------------------------------------------------
+@dataclasses.dataclass
+class Spec:
+    key: str
+    value: bytes
+
+
+@pytest.mark.parametrize("specs_,expected", [
+    ([], aotirt.CompileOptions()),
+    ([Spec("method_name", b"forward")], aotirt.CompileOptions()),
+    ([Spec("method_name", b"encode")], aotirt.CompileOptions(method_name="encode")),
+    ([Spec("max_autotune_gemm_backends", b"ATEN,TRITON")], aotirt.CompileOptions(max_autotune_gemm_backends="ATEN,TRITON")),
+    ([Spec("max_autotune_gemm_backends", b"triton, aten")], aotirt.CompileOptions(max_autotune_gemm_backends="ATEN,TRITON")),
+    ([Spec("max_autotune_gemm_backends", b"ATEN")], aotirt.CompileOptions(max_autotune_gemm_backends="ATEN")),
+    ([Spec("max_autotune", b"OFF")], aotirt.CompileOptions(max_autotune=False)),
+    ([Spec("max_autotune", b"on")], aotirt.CompileOptions(max_autotune=True)),
+    ([Spec("float32_matmul_precision", b"high")], aotirt.CompileOptions(float32_matmul_precision="high")),
+    ([Spec("platform", b"windows"), Spec("shim_library_path", b"/l")],
+     aotirt.CompileOptions(platform="windows", shim_library_path="/l")),
+    ([Spec("target", b"rocm")], aotirt.CompileOptions(target="rocm")),
+])
+def test_compile_specs_parse_to_options(specs_, expected):
+    opts, extra = specs.options_from_compile_specs(specs_ + [Spec("target_device", b"cuda:1")])
+    assert opts == expected and extra == {"target_device": "cuda:1"}
+    # and back
+    again, _ = specs.options_from_compile_specs([Spec(k, v) for k, v in specs.options_to_compile_spec_values(opts)])
+    assert again == opts
+
+
+@pytest.mark.parametrize("specs_,error,match", [
+    ([Spec("max_autotune_gemm_backends", b"CUTLASS")], aotirt.SpecError, r"valid: \['TRITON', 'ATEN,TRITON', 'ATEN'\]"),
+    ([Spec("max_autotune", b"yes")], aotirt.SpecError, r"max_autotune='yes' is not valid; valid: \['ON', 'OFF'\]"),
+    ([Spec("triton_kernel_mode", b"ON")], aotirt.SpecError, r"unknown compile spec 'triton_kernel_mode'; valid: \["),
+    ([Spec("method_name", b"a"), Spec("method_name", b"b")], aotirt.SpecError, "given twice"),
+    ([Spec("method_name", b"\xff")], aotirt.SpecError, "not UTF-8"),
+    (["forward"], aotirt.SpecError, "must have a str key"),
+    ([Spec("platform", b"windows"), Spec("max_autotune_gemm_backends", b"ATEN")], aotirt.UnsupportedPlatformError,
+     "windows_cuda"),
+    ([Spec("target", b"rocm"), Spec("max_autotune", b"OFF")], aotirt.UnsupportedPlatformError, "max_autotune=OFF"),
+])
+def test_bad_compile_specs_are_refused(specs_, error, match):
+    with pytest.raises(error, match=match):
+        specs.options_from_compile_specs(specs_)
+
+
 def test_import_aotirt_does_not_import_torch():
     import subprocess
     import sys
     import os
-    code = "import sys, aotirt, aotirt.cli; assert 'torch' not in sys.modules, 'torch imported'; print('ok')"
+    code = ("import sys, aotirt, aotirt.cli, aotirt.platforms; assert 'torch' not in sys.modules, 'torch imported';"
+            "aotirt.CompileOptions(platform='windows'); assert 'torch' not in sys.modules; print('ok')")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert res.returncode == 0 and "ok" in res.stdout, res.stderr

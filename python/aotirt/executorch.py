@@ -1,0 +1,277 @@
+"""The ExecuTorch door: `CudaBackend` / `CudaPartitioner` lowering through aotirt's rules into a .pte (+ .ptd).
+
+    from executorch.exir import to_edge_transform_and_lower
+    from aotirt.executorch import CompileSpec, CudaBackend, CudaPartitioner
+    et = to_edge_transform_and_lower(torch.export.export(model, inputs), partitioner=[CudaPartitioner([
+        CudaBackend.generate_method_name_compile_spec("forward"),
+        CompileSpec("max_autotune_gemm_backends", b"ATEN,TRITON"),
+    ])]).to_executorch()
+    open("model.pte", "wb").write(et.buffer); et.write_tensor_data_to_file(".")   # + aotirt_cuda_blob.ptd
+    aotirt.executorch.extract_package("model.pte", "model.pt2")                     # -> aotirt.load("model.pt2")
+
+The delegate's payload is our AOTInductor output: the wrapper .so (named data in the .pte), the weights blob (named
+data in the external file aotirt_cuda_blob.ptd) and the package metadata (JSON in the delegate's processed bytes).
+`extract_package` writes them back as a .pt2 the aotirt runtime loads.
+
+The backend registers under the id "AotirtCudaBackend" (ExecuTorch finds backends by class name, so reusing its own
+"CudaBackend" would make the two collide); its payload is for the aotirt runtime, not ExecuTorch's CUDA runtime.
+Importing this module works without executorch: `CompileSpec` is then a stand-in with the same fields, spec
+parsing works, and lowering raises ExecuTorchError saying what to install.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import logging
+import os
+import zipfile
+from typing import Any, List, Sequence
+
+from aotirt import platforms, specs
+from aotirt.errors import ExecuTorchError, LoweringError
+from aotirt.specs import CompileOptions
+
+log = logging.getLogger("aotirt")
+
+BACKEND_ID = "AotirtCudaBackend"
+PAYLOAD_FORMAT = "aotirt-delegate-v1"
+EXTERNAL_DATA_TAG = "aotirt_cuda_blob"  # the .ptd file name (without suffix) holding the weights
+EXECUTORCH_REQUIREMENT = "executorch==1.5.1"  # the release built against torch 2.13 (tools/requirements.txt)
+
+try:
+    from executorch.exir.backend.compile_spec_schema import CompileSpec  # noqa: F401 (re-exported)
+    from executorch.exir.backend.backend_details import BackendDetails, PreprocessResult
+    HAVE_EXECUTORCH = True
+    EXECUTORCH_IMPORT_ERROR = ""
+except Exception as e:  # ImportError, or an executorch built for another torch failing at import
+    HAVE_EXECUTORCH = False
+    EXECUTORCH_IMPORT_ERROR = f"{type(e).__name__}: {e}"
+
+    @dataclasses.dataclass
+    class CompileSpec:  # type: ignore[no-redef]
+        """Stand-in for executorch.exir.backend.compile_spec_schema.CompileSpec (same fields)."""
+        key: str
+        value: bytes
+
+    BackendDetails = object  # type: ignore[assignment,misc]
+    PreprocessResult = None  # type: ignore[assignment,misc]
+
+
+def _require_executorch(what: str) -> None:
+    if not HAVE_EXECUTORCH:
+        raise ExecuTorchError(f"{what} needs ExecuTorch, which is not importable ({EXECUTORCH_IMPORT_ERROR}); "
+                              f"install `{EXECUTORCH_REQUIREMENT}` next to torch 2.13 (tools/setup.sh does)")
+
+
+def parse_compile_specs(compile_specs: Sequence[Any]) -> tuple:
+    """-> (CompileOptions, device index). Unknown keys and bad values are refused (SpecError) with the valid ones;
+    platform rules apply as soon as the platform is known (UnsupportedPlatformError)."""
+    opts, extra = specs.options_from_compile_specs(compile_specs)
+    device = extra.get("target_device", "cuda:0")
+    if not (device == "cuda" or (device.startswith("cuda:") and device[5:].isdigit())):
+        raise specs.SpecError(f"target_device={device!r} is not valid; valid: 'cuda:N'")
+    return opts, (int(device[5:]) if ":" in device else 0)
+
+
+# ---- the delegate payload -------------------------------------------------------------------------------------------
+@dataclasses.dataclass
+class Payload:
+    """What one delegate carries: enough to rebuild a .pt2 for the aotirt runtime."""
+    method_name: str
+    so: bytes
+    weights: bytes | None
+    metadata: dict  # the AOTInductor package metadata (AOTI_DEVICE_KEY, aotirt_*), str -> str
+
+
+def _named_key(data: bytes, suffix: str) -> str:
+    return hashlib.sha256(data).hexdigest() + suffix  # content keys: several partitions never collide
+
+
+def build_preprocess_result(payload: Payload):
+    """Payload -> ExecuTorch PreprocessResult: .so in the .pte, weights in aotirt_cuda_blob.ptd, JSON header inline."""
+    _require_executorch("writing a .pte")
+    from executorch.exir._serialize._named_data_store import NamedDataStore
+    store = NamedDataStore()
+    so_key = _named_key(payload.so, "_aotirt_so")
+    store.add_named_data(so_key, payload.so, 1, None)
+    weights_key = None
+    if payload.weights:
+        weights_key = _named_key(payload.weights, "_aotirt_weights")
+        store.add_named_data(weights_key, payload.weights, 1, EXTERNAL_DATA_TAG)
+    header = {"format": PAYLOAD_FORMAT, "method_name": payload.method_name, "so_key": so_key,
+              "weights_key": weights_key, "metadata": payload.metadata}
+    return PreprocessResult(processed_bytes=json.dumps(header, sort_keys=True).encode(), debug_handle_map={},
+                            data_store_output=store.get_named_data_store_output())
+
+
+def _lower_to_payload(edge_program: Any, opts: CompileOptions, device_index: int) -> Payload:
+    """The GPU part: moves the edge program to the GPU and compiles it with AOTInductor under aotirt's rules."""
+    from aotirt import lowering
+    torch = lowering._import_torch()
+    target = opts.resolved_target()
+    configs = specs.inductor_options(opts, target=target)
+    key = opts.platform_key(target)
+    lowering.check_cuda_available(torch, target)
+    from executorch.backends.aoti.passes.replace_view_copy_with_view import ReplaceViewCopyWithViewPass
+    from torch.export.passes import move_to_device_pass
+
+    lowering._ensure_progress_visible()
+    with lowering._lowering_context(torch, opts, device_index):
+        ep = move_to_device_pass(edge_program, f"cuda:{device_index}")
+        ReplaceViewCopyWithViewPass()(ep.graph_module)
+        lowering.preflight(torch, ep, opts, key, target, device_index)
+        configs[specs.METADATA_KEY] = {**configs[specs.METADATA_KEY],
+                                       "aotirt_inputs": lowering.input_specs_json(torch, ep)}
+        user_inputs = set(ep.graph_signature.user_inputs)
+        inputs = tuple(n.meta["val"] for n in ep.graph.nodes if n.op == "placeholder" and n.name in user_inputs)
+        log.info("compiling method %s for %s with AOTInductor (max_autotune=%s, gemm backends %s) ...",
+                 opts.method_name, key, "ON" if opts.max_autotune else "OFF", opts.max_autotune_gemm_backends)
+        with lowering.collect_shim_calls(key) as called, lowering._Heartbeat("AOTInductor autotune/compile"):
+            try:
+                files = torch._inductor.aot_compile(ep.module(), inputs, options=configs)
+            except Exception as e:
+                refusal = lowering._shim_error_in(e)
+                if refusal is not None:
+                    raise refusal from None
+                raise lowering.compile_failure(e, f"AOTInductor compilation of method {opts.method_name}") from e
+    return payload_from_files(files, opts, key, called)
+
+
+def payload_from_files(files: Any, opts: CompileOptions, key: str, called: set = frozenset()) -> Payload:
+    """AOTInductor's output files (aot_compile with aot_inductor.package=True) -> Payload, after the shim check."""
+    paths = [f for f in (files if isinstance(files, list) else [files]) if isinstance(f, str)]
+    pick = lambda suffix: next((p for p in paths if p.endswith(suffix)), None)  # noqa: E731
+    so, blob, meta, cpp = (pick(".wrapper.so"), pick("_weights.blob"), pick("_metadata.json"), pick(".wrapper.cpp"))
+    if so is None:
+        raise LoweringError(f"AOTInductor returned no wrapper library (.wrapper.so) among {paths}")
+    source = open(cpp, encoding="utf-8", errors="replace").read() if cpp else ""
+    platforms.check_shims(set(called) | platforms.shims_called(source), key, what=f"method {opts.method_name}")
+    read = lambda p: open(p, "rb").read() if p else None  # noqa: E731
+    metadata = json.loads(read(meta)) if meta else {}
+    return Payload(opts.method_name, read(so), read(blob), {str(k): str(v) for k, v in metadata.items()})
+
+
+# ---- backend and partitioner ----------------------------------------------------------------------------------------
+class _SpecHelpers:
+    @classmethod
+    def generate_method_name_compile_spec(cls, method_name: str) -> "CompileSpec":
+        """CompileSpec("method_name", b"forward"), as ExecuTorch's AOTI backends spell it."""
+        return CompileSpec("method_name", method_name.encode("utf-8"))
+
+    @classmethod
+    def method_name_from_compile_specs(cls, compile_specs: List["CompileSpec"]) -> str:
+        return parse_compile_specs(compile_specs)[0].method_name
+
+
+if HAVE_EXECUTORCH:
+    class AotirtCudaBackend(_SpecHelpers, BackendDetails):
+        """ExecuTorch backend: lowers one partition with AOTInductor under aotirt's specs and platform rules."""
+
+        @classmethod
+        def preprocess(cls, edge_program: Any, compile_specs: List["CompileSpec"]):
+            opts, device_index = parse_compile_specs(compile_specs)
+            return build_preprocess_result(_lower_to_payload(edge_program, opts, device_index))
+
+    from executorch.backends.aoti.aoti_partitioner import AotiPartitioner as _PartitionerBase
+else:
+    class AotirtCudaBackend(_SpecHelpers):  # type: ignore[no-redef]
+        @classmethod
+        def preprocess(cls, edge_program: Any, compile_specs: List["CompileSpec"]):
+            _require_executorch("CudaBackend.preprocess")
+
+    class _PartitionerBase:  # type: ignore[no-redef]
+        def __init__(self, backend_name: str, compile_spec: List["CompileSpec"]):
+            self.backend_id, self.compile_spec = backend_name, compile_spec
+
+        def partition(self, exported_program: Any):
+            _require_executorch("CudaPartitioner.partition")
+
+CudaBackend = AotirtCudaBackend
+
+
+class CudaPartitioner(_PartitionerBase):
+    """Delegates the whole graph to CudaBackend. The compile specs are parsed and checked here, at construction,
+    so a bad spec is refused before export work; a target_device spec ("cuda:0") is added when missing."""
+
+    def __init__(self, compile_spec: List["CompileSpec"]):
+        compile_spec = list(compile_spec)
+        self.options, self.device_index = parse_compile_specs(compile_spec)
+        if not any(getattr(s, "key", None) == "target_device" for s in compile_spec):
+            compile_spec.append(CompileSpec("target_device", b"cuda:0"))
+        super().__init__(BACKEND_ID, compile_spec)
+
+
+# ---- .pte (+ .ptd) -> .pt2 ------------------------------------------------------------------------------------------
+def read_payloads(pte_path: str, ptd_paths: Sequence[str] | None = None) -> List[Payload]:
+    """Every aotirt delegate in a .pte, with its .so and weights resolved from the .pte and the .ptd files (default:
+    aotirt_cuda_blob.ptd next to the .pte)."""
+    _require_executorch("reading a .pte")
+    from executorch.exir._serialize._program import deserialize_pte_binary
+    from executorch.extension.flat_tensor.serialize.serialize import FlatTensorSerializer
+
+    with open(pte_path, "rb") as f:
+        pte = deserialize_pte_binary(f.read())
+    named = {}
+    if pte.named_data is not None:
+        for k, entry in pte.named_data.pte_data.items():
+            named[k] = bytes(pte.named_data.buffers[entry.buffer_index])
+    if ptd_paths is None:
+        default = os.path.join(os.path.dirname(os.path.abspath(pte_path)), EXTERNAL_DATA_TAG + ".ptd")
+        ptd_paths = [default] if os.path.exists(default) else []
+    for ptd in ptd_paths:
+        with open(ptd, "rb") as f:
+            out = FlatTensorSerializer().deserialize_to_named_data_store_output(f.read(), ptd)
+        for entries in out.external_data.values():
+            for k, entry in entries.items():
+                named[k] = bytes(out.buffers[entry.buffer_index])
+    program = pte.program
+    payloads = []
+    for plan in program.execution_plan:
+        for delegate in plan.delegates:
+            if delegate.id != BACKEND_ID:
+                continue
+            header = json.loads(bytes(program.backend_delegate_data[delegate.processed.index].data))
+            if header.get("format") != PAYLOAD_FORMAT:
+                raise ExecuTorchError(f"{pte_path}: delegate payload format {header.get('format')!r}; this aotirt "
+                                      f"reads {PAYLOAD_FORMAT!r} (lower the model again with this version)")
+            missing = [k for k in (header["so_key"], header["weights_key"]) if k and k not in named]
+            if missing:
+                raise ExecuTorchError(f"{pte_path}: named data {missing} not found; pass the .ptd written by "
+                                      f"to_executorch().write_tensor_data_to_file() ({EXTERNAL_DATA_TAG}.ptd)")
+            payloads.append(Payload(header["method_name"], named[header["so_key"]],
+                                    named.get(header["weights_key"]) if header["weights_key"] else None,
+                                    header["metadata"]))
+    if not payloads:
+        ids = sorted({d.id for p in program.execution_plan for d in p.delegates})
+        raise ExecuTorchError(f"{pte_path} has no {BACKEND_ID} delegate (delegates: {ids or 'none'}); lower with "
+                              f"aotirt.executorch.CudaPartitioner")
+    return payloads
+
+
+def write_package(payload: Payload, pt2_path: str, model_name: str = "model") -> str:
+    """Payload -> .pt2 laid out as AOTInductor writes it: <stem>/data/aotinductor/<model>/<stem>.wrapper.so etc."""
+    stem = os.path.splitext(os.path.basename(pt2_path))[0] or "package"
+    base = f"{stem}/data/aotinductor/{model_name}/{payload.method_name}"
+    with zipfile.ZipFile(pt2_path, "w", zipfile.ZIP_STORED) as z:
+        z.writestr(f"{stem}/archive_format", "pt2")
+        z.writestr(f"{base}.wrapper.so", payload.so)
+        if payload.weights is not None:
+            z.writestr(f"{base}.wrapper_weights.blob", payload.weights)
+        z.writestr(f"{base}.wrapper_metadata.json", json.dumps(payload.metadata, sort_keys=True))
+    return os.path.abspath(pt2_path)
+
+
+def extract_package(pte_path: str, pt2_path: str, *, ptd_paths: Sequence[str] | None = None,
+                    method_name: str | None = None) -> str:
+    """Writes the aotirt delegate of `method_name` (or the only one) from a .pte (+ .ptd) as a .pt2 that
+    aotirt.load() runs. Returns the .pt2 path."""
+    payloads = read_payloads(pte_path, ptd_paths)
+    if method_name is not None:
+        payloads = [p for p in payloads if p.method_name == method_name]
+    if len(payloads) != 1:
+        names = [p.method_name for p in read_payloads(pte_path, ptd_paths)]
+        raise ExecuTorchError(f"{pte_path}: {len(payloads)} aotirt delegates match method_name={method_name!r} "
+                              f"(delegates: {names}); pass method_name= one of them (a graph split into several "
+                              f"partitions cannot be run as one .pt2)")
+    return write_package(payloads[0], pt2_path)

@@ -1,0 +1,215 @@
+"""aotirt.executorch: CudaBackend / CudaPartitioner wiring up to the point that needs a GPU, the .pte (+ .ptd) payload
+and its extraction into a .pt2. The GPU step (AOTInductor compiling for CUDA) is replaced by a fake payload here;
+tests/gpu/test_lowering_gpu.py runs the real one."""
+import json
+import os
+import subprocess
+import sys
+import zipfile
+
+import pytest
+
+import aotirt
+from aotirt import executorch as ax
+from aotirt.specs import CompileOptions
+
+needs_et = pytest.mark.skipif(not ax.HAVE_EXECUTORCH, reason=f"executorch not importable: {ax.EXECUTORCH_IMPORT_ERROR}")
+SEED_SPECS = lambda: [ax.CudaBackend.generate_method_name_compile_spec("forward"),  # noqa: E731
+                      ax.CompileSpec("max_autotune_gemm_backends", b"ATEN,TRITON")]
+
+
+def test_compile_spec_is_executorchs_class_when_installed():
+    if ax.HAVE_EXECUTORCH:
+        from executorch.exir.backend.compile_spec_schema import CompileSpec
+        assert ax.CompileSpec is CompileSpec
+    spec = ax.CudaBackend.generate_method_name_compile_spec("forward")
+    assert (spec.key, spec.value) == ("method_name", b"forward")
+
+
+def test_seed_call_parses_to_options():
+    p = ax.CudaPartitioner(SEED_SPECS())
+    assert p.options == CompileOptions(max_autotune_gemm_backends="ATEN,TRITON", method_name="forward")
+    assert p.device_index == 0
+    assert ax.CudaBackend.method_name_from_compile_specs(SEED_SPECS()) == "forward"
+
+
+@needs_et
+def test_partitioner_delegates_to_our_backend_with_a_target_device():
+    p = ax.CudaPartitioner(SEED_SPECS())
+    assert p.delegation_spec.backend_id == ax.BACKEND_ID == ax.CudaBackend.__name__
+    keys = [(s.key, s.value) for s in p.delegation_spec.compile_specs]
+    assert keys == [("method_name", b"forward"), ("max_autotune_gemm_backends", b"ATEN,TRITON"),
+                    ("target_device", b"cuda:0")]
+    p1 = ax.CudaPartitioner(SEED_SPECS() + [ax.CompileSpec("target_device", b"cuda:1")])
+    assert p1.device_index == 1 and len(p1.delegation_spec.compile_specs) == 3
+
+
+@pytest.mark.parametrize("extra,error,match", [
+    ([ax.CompileSpec("max_autotune_gemm_backends", b"CUTLASS")], aotirt.SpecError, "given twice"),
+    ([ax.CompileSpec("triton_kernel_mode", b"OFF")], aotirt.SpecError, "unknown compile spec 'triton_kernel_mode'"),
+    ([ax.CompileSpec("platform", b"windows")], aotirt.UnsupportedPlatformError, "windows_cuda: max_autotune_gemm"),
+    ([ax.CompileSpec("target", b"rocm")], aotirt.UnsupportedPlatformError, "rocm"),
+    ([ax.CompileSpec("target_device", b"cpu")], aotirt.SpecError, "target_device='cpu' is not valid"),
+])
+def test_bad_specs_are_refused_when_the_partitioner_is_made(extra, error, match):
+    with pytest.raises(error, match=match):
+        ax.CudaPartitioner(SEED_SPECS() + extra)
+
+
+def test_unknown_backend_value_is_refused_listing_valid_ones():
+    with pytest.raises(aotirt.SpecError, match=r"\['TRITON', 'ATEN,TRITON', 'ATEN'\]"):
+        ax.CudaPartitioner([ax.CompileSpec("max_autotune_gemm_backends", b"CUTLASS")])
+
+
+# ---- through to_edge_transform_and_lower(...).to_executorch() ----------------------------------------------------------
+FAKE_SO = b"\x7fELF fake wrapper library"
+FAKE_WEIGHTS = bytes(range(256)) * 4
+FAKE_META = {"AOTI_DEVICE_KEY": "cuda", "aotirt_platform": "linux_cuda", "aotirt_max_autotune_gemm_backends": "ATEN,TRITON"}
+
+
+def _model():
+    import torch
+
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(8, 4)
+
+        def forward(self, x):
+            return self.lin(x).relu()
+    return M(), (torch.randn(2, 8),)
+
+
+@pytest.fixture(scope="module")
+def lowered(tmp_path_factory):
+    """The seed's call through ExecuTorch with the GPU step faked: (.pte dir, what the backend received)."""
+    if not ax.HAVE_EXECUTORCH:
+        pytest.skip(f"executorch not importable: {ax.EXECUTORCH_IMPORT_ERROR}")
+    import torch
+    from executorch.exir import to_edge_transform_and_lower
+    seen = []
+
+    def fake_lower(edge_program, opts, device_index):
+        seen.append((opts, device_index, {str(n.target) for n in edge_program.graph.nodes if n.op == "call_function"}))
+        return ax.Payload(opts.method_name, FAKE_SO, FAKE_WEIGHTS, dict(FAKE_META))
+
+    real = ax._lower_to_payload
+    ax._lower_to_payload = fake_lower
+    try:
+        model, inputs = _model()
+        ep = torch.export.export(model, inputs)
+        et = to_edge_transform_and_lower(ep, partitioner=[ax.CudaPartitioner(SEED_SPECS())]).to_executorch()
+    finally:
+        ax._lower_to_payload = real
+    d = tmp_path_factory.mktemp("pte")
+    (d / "model.pte").write_bytes(et.buffer)
+    et.write_tensor_data_to_file(str(d))
+    return d, seen
+
+
+def test_backend_received_the_parsed_specs(lowered):
+    _, seen = lowered
+    assert len(seen) == 1
+    opts, device_index, ops = seen[0]
+    assert opts == CompileOptions(max_autotune_gemm_backends="ATEN,TRITON") and device_index == 0
+    assert any("linear" in o or "addmm" in o for o in ops), ops
+
+
+def test_pte_and_ptd_are_written(lowered):
+    d, _ = lowered
+    assert sorted(os.listdir(d)) == ["aotirt_cuda_blob.ptd", "model.pte"]
+    assert FAKE_SO in (d / "model.pte").read_bytes()  # the wrapper .so travels in the .pte
+    assert FAKE_WEIGHTS in (d / "aotirt_cuda_blob.ptd").read_bytes()  # the weights in the .ptd
+    assert FAKE_WEIGHTS not in (d / "model.pte").read_bytes()
+
+
+def test_payload_reads_back(lowered):
+    d, _ = lowered
+    (p,) = ax.read_payloads(str(d / "model.pte"))
+    assert (p.method_name, p.so, p.weights, p.metadata) == ("forward", FAKE_SO, FAKE_WEIGHTS, FAKE_META)
+
+
+def test_extract_package_writes_the_layout_the_runtime_reads(lowered, tmp_path):
+    d, _ = lowered
+    out = ax.extract_package(str(d / "model.pte"), str(tmp_path / "model.pt2"))
+    with zipfile.ZipFile(out) as z:
+        names = sorted(z.namelist())
+        assert names == ["model/archive_format", "model/data/aotinductor/model/forward.wrapper.so",
+                         "model/data/aotinductor/model/forward.wrapper_metadata.json",
+                         "model/data/aotinductor/model/forward.wrapper_weights.blob"]
+        assert z.read("model/data/aotinductor/model/forward.wrapper.so") == FAKE_SO
+        assert z.read("model/data/aotinductor/model/forward.wrapper_weights.blob") == FAKE_WEIGHTS
+        assert json.loads(z.read("model/data/aotinductor/model/forward.wrapper_metadata.json")) == FAKE_META
+
+
+def test_extract_errors(lowered, tmp_path):
+    d, _ = lowered
+    with pytest.raises(aotirt.ExecuTorchError, match=r"named data .* not found; pass the .ptd"):
+        ax.extract_package(str(d / "model.pte"), str(tmp_path / "m.pt2"), ptd_paths=[])
+    with pytest.raises(aotirt.ExecuTorchError, match="0 aotirt delegates match method_name='encode'"):
+        ax.extract_package(str(d / "model.pte"), str(tmp_path / "m.pt2"), method_name="encode")
+
+
+@needs_et
+def test_a_pte_without_our_delegate_is_refused(tmp_path):
+    import torch
+    from executorch.exir import to_edge
+    model, inputs = _model()
+    et = to_edge(torch.export.export(model, inputs)).to_executorch()
+    (tmp_path / "plain.pte").write_bytes(et.buffer)
+    with pytest.raises(aotirt.ExecuTorchError, match="has no AotirtCudaBackend delegate .*CudaPartitioner"):
+        ax.extract_package(str(tmp_path / "plain.pte"), str(tmp_path / "m.pt2"))
+
+
+@needs_et
+def test_the_real_backend_stops_where_a_gpu_is_needed():
+    import torch
+    from executorch.exir import to_edge_transform_and_lower
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU: tests/gpu/test_lowering_gpu.py runs the real lowering")
+    model, inputs = _model()
+    with pytest.raises(Exception) as info:
+        to_edge_transform_and_lower(torch.export.export(model, inputs),
+                                    partitioner=[ax.CudaPartitioner(SEED_SPECS())]).to_executorch()
+    chain, e = [], info.value
+    while e is not None:
+        chain.append(e)
+        e = e.__cause__ or e.__context__
+    refusal = next((x for x in chain if isinstance(x, aotirt.LoweringError)), None)
+    assert refusal is not None and "cannot lower for CUDA" in str(refusal), chain
+
+
+def test_payload_from_files_checks_the_shims(tmp_path):
+    base = tmp_path / "abc"
+    (tmp_path / "abc.wrapper.so").write_bytes(FAKE_SO)
+    (tmp_path / "abc.wrapper_weights.blob").write_bytes(FAKE_WEIGHTS)
+    (tmp_path / "abc.wrapper_metadata.json").write_text(json.dumps({"AOTI_DEVICE_KEY": "cuda"}))
+    (tmp_path / "abc.wrapper.cpp").write_text("AOTI_TORCH_ERROR_CODE_CHECK(aoti_torch_cuda_bmm_out(a, b, c));")
+    files = [f"{base}.wrapper.cpp", f"{base}.wrapper.so", f"{base}.wrapper_weights.blob",
+             f"{base}.wrapper_metadata.json"]
+    p = ax.payload_from_files(files, CompileOptions(), "linux_cuda")
+    assert (p.so, p.weights, p.metadata) == (FAKE_SO, FAKE_WEIGHTS, {"AOTI_DEVICE_KEY": "cuda"})
+    with pytest.raises(aotirt.UnsupportedShimError, match="method forward would call 1 shim.*aoti_torch_cuda_bmm_out"):
+        ax.payload_from_files(files, CompileOptions(), "rocm")
+    with pytest.raises(aotirt.LoweringError, match="no wrapper library"):
+        ax.payload_from_files(files[:1], CompileOptions(), "linux_cuda")
+
+
+def test_without_executorch_the_module_imports_and_specs_still_parse():
+    code = r"""
+import sys
+sys.modules['executorch'] = None  # as if not installed
+import aotirt.executorch as ax
+assert not ax.HAVE_EXECUTORCH and ax.EXECUTORCH_IMPORT_ERROR
+p = ax.CudaPartitioner([ax.CudaBackend.generate_method_name_compile_spec('forward'),
+                        ax.CompileSpec('max_autotune_gemm_backends', b'triton, aten')])
+assert p.options.max_autotune_gemm_backends == 'ATEN,TRITON'
+try:
+    p.partition(None)
+except ax.ExecuTorchError as e:
+    assert 'executorch==' in str(e), e
+    print('ok')
+"""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert res.returncode == 0 and "ok" in res.stdout, res.stdout + res.stderr

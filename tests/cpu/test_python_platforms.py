@@ -1,0 +1,209 @@
+"""aotirt.platforms: per-platform shim sets from the manifest, the refusals, small-GPU detection, the shim scan."""
+import os
+import sys
+
+import pytest
+
+import aotirt
+from aotirt import platforms
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(REPO, "tools", "manifest"))
+import manifest as manifest_tool  # noqa: E402  (the build's own reader: the two must agree)
+
+GEMM_SHIMS = {"aoti_torch_cuda_mm_out", "aoti_torch_cuda_addmm_out", "aoti_torch_cuda_bmm_out",
+              "aoti_torch_cuda_baddbmm_out", "aoti_torch_cuda__int_mm_out"}
+
+
+@pytest.fixture(scope="module")
+def man():
+    return platforms.load_manifest()
+
+
+@pytest.mark.parametrize("key", platforms.PLATFORM_KEYS)
+def test_fallback_lists_per_platform_come_from_the_manifest(man, key):
+    entries = manifest_tool.load(platforms.manifest_path())
+    assert sorted(platforms.supported_shims(key, man)) == manifest_tool.names_for(entries, key)
+
+
+def test_gemm_shims_are_linux_cuda_only(man):
+    assert GEMM_SHIMS <= platforms.supported_shims("linux_cuda", man)
+    for key in ("windows_cuda", "rocm"):
+        assert not GEMM_SHIMS & platforms.supported_shims(key, man)
+    assert "aoti_torch_cuda_convolution" not in set().union(*(man.names(k) for k in platforms.PLATFORM_KEYS))
+    assert "aoti_torch_empty_strided" in platforms.supported_shims("rocm", man)
+
+
+def test_manifest_path_override_and_parse_errors(tmp_path, monkeypatch):
+    p = tmp_path / "m.tsv"
+    p.write_text("# c\naoti_torch_a\tlinux_cuda,rocm\naoti_torch_b\twindows_cuda\tnote\n")
+    monkeypatch.setenv(platforms.MANIFEST_ENV, str(p))
+    assert platforms.supported_shims("rocm") == {"aoti_torch_a"}
+    assert platforms.load_manifest().notes["aoti_torch_b"] == "note"
+    with pytest.raises(aotirt.UnsupportedPlatformError, match="unknown platform"):
+        platforms.parse_manifest("x\tmacos\n")
+    with pytest.raises(aotirt.UnsupportedPlatformError, match="listed twice"):
+        platforms.parse_manifest("x\trocm\nx\trocm\n")
+    with pytest.raises(aotirt.SpecError, match="unknown platform 'linux'"):
+        platforms.supported_shims("linux")
+
+
+@pytest.mark.parametrize("platform,target,key", [("linux", "cuda", "linux_cuda"), ("windows", "cuda", "windows_cuda"),
+                                                 ("linux", "rocm", "rocm")])
+def test_platform_keys(platform, target, key):
+    assert platforms.platform_key(platform, target) == key
+
+
+# ---- shims the generated code calls ---------------------------------------------------------------------------------
+WRAPPER = """
+// aoti_torch_cuda_convolution( in a comment is not a call
+AOTI_TORCH_ERROR_CODE_CHECK(aoti_torch_cuda_addmm_out(buf1, b, x, w, 1, 1));
+AOTI_TORCH_ERROR_CODE_CHECK(aoti_torch_cuda_mm_out (buf2, buf1, w2));
+AOTI_TORCH_ERROR_CODE_CHECK(aoti_torch_empty_strided(2, sizes, strides, dt, dev, 0, &h));
+const char* name = "aoti_torch_cuda_sort_stable(";  /* aoti_torch_fake( */
+AOTI_TORCH_ERROR_CODE_CHECK(aoti_torch_cuda_bmm_out(buf3, y, z));
+"""
+
+
+def test_shims_called_finds_calls_not_comments_or_strings():
+    assert platforms.shims_called(WRAPPER) == {"aoti_torch_cuda_addmm_out", "aoti_torch_cuda_mm_out",
+                                               "aoti_torch_empty_strided", "aoti_torch_cuda_bmm_out"}
+
+
+def test_linux_accepts_the_gemm_shims(man):
+    platforms.check_shims(platforms.shims_called(WRAPPER), "linux_cuda", man)
+
+
+@pytest.mark.parametrize("key", ["windows_cuda", "rocm"])
+def test_every_missing_shim_is_listed_sorted_once(man, key):
+    called = platforms.shims_called(WRAPPER) | {"aoti_torch_cuda_convolution"}
+    with pytest.raises(aotirt.UnsupportedShimError) as info:
+        platforms.check_shims(called, key, man)
+    want = ["aoti_torch_cuda_addmm_out", "aoti_torch_cuda_bmm_out", "aoti_torch_cuda_convolution",
+            "aoti_torch_cuda_mm_out"]
+    assert info.value.shims == want
+    msg = str(info.value)
+    assert f"4 shim(s) that the {key} shim library does not export: " + ", ".join(want) in msg
+    assert "exist only for linux_cuda" in msg and "max_autotune_gemm_backends='TRITON'" in msg
+    assert "aoti_torch_cuda_convolution exist on no aotirt platform" in msg
+
+
+def test_linux_refuses_the_convolution_fallback_by_name(man):
+    with pytest.raises(aotirt.UnsupportedShimError, match="linux_cuda shim library does not export: "
+                                                          "aoti_torch_cuda_convolution"):
+        platforms.check_shims({"aoti_torch_cuda_convolution", "aoti_torch_empty_strided"}, "linux_cuda", man)
+
+
+# ---- model rules ----------------------------------------------------------------------------------------------------
+def _graph(*op_names):
+    """A tiny fx-like graph whose call_function targets have the given names."""
+    class Op:
+        def __init__(self, n):
+            self._name = f"aten::{n}"
+
+    class Node:
+        def __init__(self, op, target):
+            self.op, self.target = op, target
+
+    class G:
+        nodes = [Node("placeholder", None)] + [Node("call_function", Op(n)) for n in op_names]
+    return G()
+
+
+def test_model_features():
+    f = platforms.model_features(_graph("addmm", "relu", "convolution", "bmm"))
+    assert f.gemms == ("addmm", "bmm") and f.convolutions == ("convolution",)
+
+
+def test_model_features_of_a_real_export():
+    import torch
+
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = torch.nn.Conv2d(3, 4, 3)
+            self.lin = torch.nn.Linear(4, 2)
+
+        def forward(self, x):
+            return self.lin(self.conv(x).mean((2, 3)))
+
+    ep = torch.export.export(M(), (torch.randn(1, 3, 8, 8),))
+    f = platforms.model_features(ep.graph)
+    assert f.convolutions == ("conv2d",) and f.gemms == ("linear",)
+
+
+CONV = platforms.ModelFeatures(gemms=(), convolutions=("conv2d",))
+
+
+def test_convolution_with_aten_only_is_refused_up_front():
+    with pytest.raises(aotirt.UnsupportedShimError, match=r"convolutions \(conv2d\).*NoValidChoicesError.*"
+                                                          r"use max_autotune_gemm_backends='ATEN,TRITON'"):
+        platforms.check_model(aotirt.CompileOptions(max_autotune_gemm_backends="ATEN"), CONV, "linux_cuda")
+
+
+def test_convolution_with_max_autotune_off_is_refused_naming_the_shim():
+    with pytest.raises(aotirt.UnsupportedShimError, match="aoti_torch_cuda_convolution, which the linux_cuda") as i:
+        platforms.check_model(aotirt.CompileOptions(max_autotune=False), CONV, "linux_cuda")
+    assert i.value.shims == ["aoti_torch_cuda_convolution"]
+
+
+@pytest.mark.parametrize("backends", ["TRITON", "ATEN,TRITON"])
+def test_convolution_with_triton_gemm_backends_is_fine(backends):
+    platforms.check_model(aotirt.CompileOptions(max_autotune_gemm_backends=backends), CONV, "linux_cuda")
+    platforms.check_model(aotirt.CompileOptions(max_autotune=False), platforms.ModelFeatures(("mm",)), "linux_cuda")
+
+
+# ---- small GPUs -----------------------------------------------------------------------------------------------------
+H200 = platforms.GpuProperties("NVIDIA H200", 132, 9, 0)
+ORIN = platforms.GpuProperties("Orin", 16, 8, 7)
+RTX3060 = platforms.GpuProperties("NVIDIA GeForce RTX 3060", 28, 8, 6)
+EDGE = platforms.GpuProperties("edge", 67, 8, 9)
+GEMM = platforms.ModelFeatures(gemms=("addmm",))
+
+
+@pytest.mark.parametrize("gpu,big", [(H200, True), (ORIN, False), (RTX3060, False), (EDGE, False),
+                                     (platforms.GpuProperties("x", 68), True)])
+def test_small_gpu_detection_mirrors_is_big_gpu(gpu, big):
+    assert platforms.triton_templates_available(gpu, "cuda") is big
+
+
+@pytest.mark.parametrize("gpu", [ORIN, RTX3060, EDGE])
+def test_small_gpu_with_triton_only_is_refused_suggesting_aten_triton(gpu):
+    with pytest.raises(aotirt.SmallGpuError) as info:
+        platforms.check_gpu(aotirt.CompileOptions(), gpu, "cuda", GEMM)
+    msg = str(info.value)
+    assert f"has {gpu.sm_count} SMs, fewer than the 68" in msg and "max_autotune_gemm_backends='ATEN,TRITON'" in msg
+
+
+@pytest.mark.parametrize("opts", [aotirt.CompileOptions(max_autotune_gemm_backends="ATEN,TRITON"),
+                                  aotirt.CompileOptions(max_autotune_gemm_backends="ATEN"),
+                                  aotirt.CompileOptions(max_autotune=False)])
+def test_small_gpu_with_aten_or_without_autotune_is_fine(opts):
+    platforms.check_gpu(opts, ORIN, "cuda", GEMM)
+
+
+def test_small_gpu_without_gemms_is_fine_and_big_gpu_always():
+    platforms.check_gpu(aotirt.CompileOptions(), ORIN, "cuda", platforms.ModelFeatures())
+    platforms.check_gpu(aotirt.CompileOptions(), H200, "cuda", GEMM)
+
+
+def test_small_gpu_with_convolutions_is_refused_whatever_the_backends():
+    with pytest.raises(aotirt.SmallGpuError, match="convolutions.*at least 68 SMs"):
+        platforms.check_gpu(aotirt.CompileOptions(max_autotune_gemm_backends="ATEN,TRITON"), ORIN, "cuda", CONV)
+
+
+def test_rocm_small_arch_is_refused_without_suggesting_aten():
+    mi100 = platforms.GpuProperties("MI100", 120, 9 - 1, 0)
+    with pytest.raises(aotirt.SmallGpuError, match="ROCm builds have no ATen/cuBLAS GEMM shims") as info:
+        platforms.check_gpu(aotirt.CompileOptions(target="rocm"), mi100, "rocm", GEMM)
+    assert "ATEN,TRITON" not in str(info.value)
+    platforms.check_gpu(aotirt.CompileOptions(target="rocm"), platforms.GpuProperties("MI300X", 304, 9, 4), "rocm",
+                        GEMM)
+
+
+def test_support_table_lists_each_platform_and_the_linux_only_shims(man):
+    table = platforms.support_table(man)
+    for key in platforms.PLATFORM_KEYS:
+        assert key in table
+    assert "aoti_torch_cuda_mm_out: linux_cuda (cuBLASLt)" in table
+    assert "no (refused)" in table
