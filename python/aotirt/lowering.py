@@ -257,6 +257,10 @@ def compile(model_or_exported_program: Any, example_inputs: Sequence[Any], packa
     UnsupportedShimError, SmallGpuError) before the slow steps wherever the problem can be known then.
     """
     opts = effective_options(options, inductor_configs)
+    if opts.max_autotune_gemm_backends == "AUTO":
+        from aotirt import auto  # lowers TRITON, ATEN,TRITON and ATEN through this function, keeps the fastest
+        return auto.compile_auto(model_or_exported_program, example_inputs, package_path, device=device,
+                                 options=opts, inductor_configs=inductor_configs, dynamic_shapes=dynamic_shapes)
     device_index = _parse_device(device)
     if package_path is not None:
         package_path = os.fspath(package_path)

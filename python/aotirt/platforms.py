@@ -110,6 +110,8 @@ def check_options(opts, target: str | None = None) -> str:
     target = target or opts.resolved_target()
     key = platform_key(opts.platform, target)
     backends = opts.max_autotune_gemm_backends.split(",")
+    if backends == ["AUTO"]:  # AUTO compares packages that call the ATen GEMM shims: refused wherever ATEN is
+        backends = ["ATEN", "TRITON"]
     where = {"windows_cuda": "the Windows build (its DLL carries no cuBLAS GEMM shims)",
              "rocm": "ROCm (there is no cuBLAS, and the ROCm build has no GEMM shims)"}.get(key)
     problems = []

@@ -16,7 +16,9 @@ from aotirt.version import __version__
 # cuBLASLt shims aoti_torch_cuda_{mm,addmm,bmm}_out, linux_cuda only). CUTLASS/CK/CPP need kernels or shims we do not
 # have. Values are sets: order, case and spaces do not matter; the canonical spelling is sorted ("ATEN,TRITON").
 VALID_GEMM_BACKENDS = ("TRITON", "ATEN")
-VALID_GEMM_BACKEND_VALUES = ("TRITON", "ATEN,TRITON", "ATEN")
+# AUTO: lower the three others, time each package on this GPU and keep the fastest (aotirt.auto; linux_cuda only).
+AUTO_GEMM_BACKENDS = "AUTO"
+VALID_GEMM_BACKEND_VALUES = ("TRITON", "ATEN,TRITON", "ATEN", AUTO_GEMM_BACKENDS)
 DEFAULT_GEMM_BACKENDS = "TRITON"
 # Conv: only Triton templates; the ATen conv fallback needs aoti_torch_cuda_convolution, which we do not provide.
 VALID_CONV_BACKENDS = ("TRITON",)
@@ -47,6 +49,8 @@ def _normalize_backends(value: Any, valid: tuple, field: str, valid_values: tupl
     listed = list(valid_values or valid)
     if not isinstance(value, str):
         raise SpecError(f"{field} must be a string, one of {listed}, got {type(value).__name__} {value!r}")
+    if AUTO_GEMM_BACKENDS in listed and value.strip().upper() == AUTO_GEMM_BACKENDS:
+        return AUTO_GEMM_BACKENDS
     tokens = sorted({tok.strip().upper() for tok in value.split(",") if tok.strip()})
     bad = [t for t in tokens if t not in valid]
     if bad or not tokens:
@@ -226,6 +230,10 @@ def inductor_options(opts: CompileOptions | None = None, extra: Mapping[str, Any
     from aotirt import platforms
     opts = effective_options(opts, extra)
     validate(opts)
+    if opts.max_autotune_gemm_backends == AUTO_GEMM_BACKENDS:
+        raise SpecError("max_autotune_gemm_backends='AUTO' is not an Inductor value: aotirt.compile resolves it "
+                        "(aotirt.auto lowers TRITON, ATEN,TRITON and ATEN and keeps the fastest); pass one of those "
+                        "three here")
     key = platforms.check_options(opts, target or opts.resolved_target())
     out: dict = dict(FIXED_INDUCTOR_OPTIONS)
     out.update({

@@ -76,7 +76,7 @@ def test_doctor_reports_and_exit_code_matches_problems():
 
 
 @pytest.mark.parametrize("flag,match", [
-    ("--max_autotune_gemm_backends=CUTLASS", r"\['CUTLASS'\]; valid: \['TRITON', 'ATEN,TRITON', 'ATEN'\]"),
+    ("--max_autotune_gemm_backends=CUTLASS", r"\['CUTLASS'\]; valid: \['TRITON', 'ATEN,TRITON', 'ATEN', 'AUTO'\]"),
     ("--max_autotune=maybe", r"--max_autotune='maybe' is not valid; valid: \['ON', 'OFF'\]"),
     ("--float32_matmul_precision=medium", r"valid: \['highest', 'high'\]"),
     ("--platform=macos", r"valid: \['linux', 'windows'\]"),

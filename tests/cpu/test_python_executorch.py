@@ -57,7 +57,7 @@ def test_bad_specs_are_refused_when_the_partitioner_is_made(extra, error, match)
 
 
 def test_unknown_backend_value_is_refused_listing_valid_ones():
-    with pytest.raises(aotirt.SpecError, match=r"\['TRITON', 'ATEN,TRITON', 'ATEN'\]"):
+    with pytest.raises(aotirt.SpecError, match=r"\['TRITON', 'ATEN,TRITON', 'ATEN', 'AUTO'\]"):
         ax.CudaPartitioner([ax.CompileSpec("max_autotune_gemm_backends", b"CUTLASS")])
 
 

@@ -83,8 +83,8 @@ def test_target_is_detected_from_torch_version_hip(monkeypatch):
 
 @pytest.mark.parametrize("kwargs,match", [
     ({"max_autotune_gemm_backends": "CUTLASS"},
-     r"unsupported value\(s\) \['CUTLASS'\]; valid: \['TRITON', 'ATEN,TRITON', 'ATEN'\]"),
-    ({"max_autotune_gemm_backends": "TRITON,CK"}, r"\['CK'\]; valid: \['TRITON', 'ATEN,TRITON', 'ATEN'\]"),
+     r"unsupported value\(s\) \['CUTLASS'\]; valid: \['TRITON', 'ATEN,TRITON', 'ATEN', 'AUTO'\]"),
+    ({"max_autotune_gemm_backends": "TRITON,CK"}, r"\['CK'\]; valid: \['TRITON', 'ATEN,TRITON', 'ATEN', 'AUTO'\]"),
     ({"max_autotune_gemm_backends": "TRITON;ATEN"}, r"\['TRITON;ATEN'\]"),
     ({"max_autotune_gemm_backends": " , "}, "empty value"),
     ({"max_autotune_gemm_backends": ["TRITON"]}, "must be a string, one of"),
@@ -164,7 +164,7 @@ def test_extra_inductor_configs_merge():
     ({"aot_inductor.metadata": {"aotirt_platform": "x"}}, "'aotirt_platform' is set by aotirt"),
     ({"aot_inductor.metadata": {"n": 1}}, "str to str"),
     ({"aot_inductor.metadata": "x"}, "must be a dict"),
-    ({"max_autotune_gemm_backends": "CUTLASS"}, r"\['CUTLASS'\]; valid: \['TRITON', 'ATEN,TRITON', 'ATEN'\]"),
+    ({"max_autotune_gemm_backends": "CUTLASS"}, r"\['CUTLASS'\]; valid: \['TRITON', 'ATEN,TRITON', 'ATEN', 'AUTO'\]"),
     ({"max_autotune": "no"}, "max_autotune must be True or False"),
 ])
 def test_extra_inductor_configs_cannot_break_the_runtime(extra, match):
@@ -220,7 +220,7 @@ def test_compile_specs_parse_to_options(specs_, expected):
 
 
 @pytest.mark.parametrize("specs_,error,match", [
-    ([Spec("max_autotune_gemm_backends", b"CUTLASS")], aotirt.SpecError, r"valid: \['TRITON', 'ATEN,TRITON', 'ATEN'\]"),
+    ([Spec("max_autotune_gemm_backends", b"CUTLASS")], aotirt.SpecError, r"valid: \['TRITON', 'ATEN,TRITON', 'ATEN', 'AUTO'\]"),
     ([Spec("max_autotune", b"yes")], aotirt.SpecError, r"max_autotune='yes' is not valid; valid: \['ON', 'OFF'\]"),
     ([Spec("triton_kernel_mode", b"ON")], aotirt.SpecError, r"unknown compile spec 'triton_kernel_mode'; valid: \["),
     ([Spec("method_name", b"a"), Spec("method_name", b"b")], aotirt.SpecError, "given twice"),

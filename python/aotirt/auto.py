@@ -1,0 +1,470 @@
+"""AUTO GEMM backends: lower TRITON, ATEN,TRITON and ATEN, time each package end to end on this GPU, keep the fastest.
+
+Inductor's own choice between Triton templates and cuBLAS (ATEN) rests on autotune timings of single 10-25 us
+kernels that swing by up to +-50% between runs. AUTO instead times whole packages on the aotirt runtime, under a
+whole-model CUDA graph (aotirt.load + aotirt.capture, median over many replays; where capture fails, CUDA events
+around back-to-back calls without graphs, and the metadata says so), interleaving the candidates over a few rounds
+so that clock and thermal drift hit all of them alike.
+
+    path = aotirt.auto.compile_auto(model, (x,), "model.pt2", options=aotirt.CompileOptions(max_autotune=True))
+    aotirt.load(path).metadata["aotirt_gemm_backends_auto_choice"]        # e.g. "ATEN,TRITON"
+    json.loads(aotirt.load(path).metadata["aotirt_gemm_backends_auto_timings_ms"])  # {"TRITON": 0.41, ...}
+
+The winner's package is a copy of that candidate with the choice and the timings added to the metadata JSON the
+runtime reads (<wrapper>_metadata.json inside the .pt2); nothing else in it changes (the wrapper .so, which also
+embeds Inductor's copy of the metadata, is not recompiled).
+
+Linux CUDA only: the ATEN candidates call the cuBLASLt GEMM shims, which the ROCm and Windows builds lack, so AUTO is
+refused there exactly like ATEN (UnsupportedPlatformError). The timing and compile functions are parameters
+(`time_fn`, `compile_fn`) so the selection, the recording and the refusals can be exercised without a GPU.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import math
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import zipfile
+from typing import Any, Callable, Mapping, Sequence
+
+from aotirt.errors import Error, LoweringError, PackageError, RunError, SpecError, UnsupportedPlatformError
+
+log = logging.getLogger("aotirt")
+
+AUTO = "AUTO"
+# Candidate order is also the tie-break order (equal medians: the earlier one wins).
+CANDIDATES = ("TRITON", "ATEN,TRITON", "ATEN")
+
+META_CHOICE = "aotirt_gemm_backends_auto_choice"          # "ATEN,TRITON"
+META_TIMINGS = "aotirt_gemm_backends_auto_timings_ms"     # JSON {"TRITON": 0.41, "ATEN,TRITON": 0.37, "ATEN": null}
+META_METHODS = "aotirt_gemm_backends_auto_methods"        # JSON {"TRITON": "cuda_graph", ...}
+META_ERRORS = "aotirt_gemm_backends_auto_errors"          # JSON {"ATEN": "LoweringError: ..."}; only when any failed
+META_DEVICE = "aotirt_gemm_backends_auto_device"          # the GPU the timings were taken on
+META_KEYS = (META_CHOICE, META_TIMINGS, META_METHODS, META_ERRORS, META_DEVICE)
+
+METHOD_GRAPH = "cuda_graph"
+GEMM_FIELD = "max_autotune_gemm_backends"
+METADATA_KEY = "aot_inductor.metadata"  # same string as specs.METADATA_KEY (not imported: specs is being rewritten)
+
+
+@dataclasses.dataclass(frozen=True)
+class Measurement:
+    """One timing of one package: milliseconds per call and how they were taken."""
+
+    ms: float
+    method: str = METHOD_GRAPH   # METHOD_GRAPH, or "events (CUDA graph capture failed: ...)"
+    device: str = ""             # GPU name, when known
+
+
+@dataclasses.dataclass
+class AutoResult:
+    """What AUTO decided: the chosen backends, per-candidate medians (None where a candidate failed), how each was
+    timed, errors, and every round's raw numbers."""
+
+    choice: str
+    timings_ms: dict
+    methods: dict
+    errors: dict
+    device: str = ""
+    rounds_ms: dict = dataclasses.field(default_factory=dict)
+    candidate_paths: dict = dataclasses.field(default_factory=dict)
+
+    def metadata(self) -> dict:
+        """The string metadata entries recorded in the chosen package."""
+        md = {
+            META_CHOICE: self.choice,
+            META_TIMINGS: json.dumps({c: _round(v) for c, v in self.timings_ms.items()}),
+            META_METHODS: json.dumps(self.methods),
+        }
+        if self.errors:
+            md[META_ERRORS] = json.dumps(self.errors)
+        if self.device:
+            md[META_DEVICE] = self.device
+        return md
+
+
+def _round(v):
+    return None if v is None else round(float(v), 6)
+
+
+# ---------------------------------------------------------------------------------------------- request + refusal
+
+def is_auto(value: Any) -> bool:
+    """True for the spec value "AUTO" (any case, surrounding spaces allowed)."""
+    return isinstance(value, str) and value.strip().upper() == AUTO
+
+
+def requested(options: Any = None, inductor_configs: Mapping[str, Any] | None = None) -> bool:
+    """True when AUTO is asked for, through CompileOptions.max_autotune_gemm_backends or inductor_configs."""
+    return is_auto(getattr(options, GEMM_FIELD, None)) or is_auto((inductor_configs or {}).get(GEMM_FIELD))
+
+
+def _detect_target(torch) -> str:
+    return "rocm" if torch is not None and getattr(torch.version, "hip", None) else "cuda"
+
+
+def check_supported(platform: str | None = "linux", target: str | None = "cuda",
+                    host_platform: str | None = None) -> None:
+    """Refuses AUTO for ROCm, for Windows and off a Linux host (UnsupportedPlatformError, like ATEN there, saying what
+    to use instead); unknown platform/target values are a SpecError.
+
+    platform: the package's target OS ("linux" | "windows"); target: "cuda" | "rocm"; host_platform: sys.platform of
+    this machine (AUTO runs the candidates here, on the Linux runtime).
+    """
+    platform = (platform or "linux").strip().lower()
+    target = (target or "cuda").strip().lower()
+    host = sys.platform if host_platform is None else host_platform
+    if target == "rocm":
+        raise UnsupportedPlatformError(
+            f"{GEMM_FIELD}='AUTO' is not available for ROCm: it compares packages that call the cuBLASLt GEMM shims "
+            f"(ATEN, ATEN,TRITON), which the ROCm build does not have; use {GEMM_FIELD}='TRITON'")
+    if target != "cuda":
+        raise SpecError(f"target={target!r} is not valid for {GEMM_FIELD}='AUTO'; valid: 'cuda'")
+    if platform == "windows":
+        raise UnsupportedPlatformError(
+            f"{GEMM_FIELD}='AUTO' is not available for platform='windows': it compares packages that call the cuBLASLt "
+            f"GEMM shims (ATEN, ATEN,TRITON), which the Windows build does not export; use {GEMM_FIELD}='TRITON'")
+    if platform != "linux":
+        raise SpecError(f"platform={platform!r} is not valid for {GEMM_FIELD}='AUTO'; valid: 'linux'")
+    if not host.startswith("linux"):
+        raise UnsupportedPlatformError(
+            f"{GEMM_FIELD}='AUTO' times the candidate packages on this machine's GPU with the Linux runtime, but this "
+            f"host is {host!r}; run it on a Linux machine with an NVIDIA GPU, or choose TRITON, ATEN,TRITON or ATEN "
+            f"yourself")
+
+
+def _device_index(torch, device: str) -> int:
+    if device == "cuda":
+        usable = torch is not None and getattr(torch.version, "cuda", None) and torch.cuda.is_available()
+        return int(torch.cuda.current_device()) if usable else 0
+    if isinstance(device, str) and device.startswith("cuda:") and device[5:].isdigit():
+        return int(device[5:])
+    raise SpecError(f"device={device!r} is not supported; valid: 'cuda' or 'cuda:N'")
+
+
+# ------------------------------------------------------------------------------------------------------ timing
+
+def _median_ms_per_call(torch, fn: Callable[[], Any], iters: int, repeats: int, warmup: int) -> float:
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    vals = []
+    for _ in range(repeats):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(iters):
+            fn()
+        end.record()
+        end.synchronize()
+        vals.append(start.elapsed_time(end) / iters)
+    return statistics.median(vals)
+
+
+class CudaGraphTimer:
+    """The default `time_fn`: loads each package once (aotirt.load), captures it (aotirt.capture) and times replays
+    of the whole model, input copy included, between CUDA events: `iters` calls per sample, median of `repeats`.
+    Where capture fails it times plain runner calls instead and says so in Measurement.method."""
+
+    def __init__(self, iters: int = 50, repeats: int = 5, warmup: int = 3, use_graphs: bool = True):
+        self.iters, self.repeats, self.warmup, self.use_graphs = iters, repeats, warmup, use_graphs
+        self._entries: dict = {}
+
+    def __call__(self, path: str, example_inputs: Sequence[Any], device_index: int) -> Measurement:
+        import torch
+
+        from aotirt.graphs import capture
+        from aotirt.runtime import load
+
+        with torch.cuda.device(device_index):
+            entry = self._entries.get(path)
+            if entry is None:
+                flat, _ = torch.utils._pytree.tree_flatten(list(example_inputs))
+                runner = load(path, device=device_index)
+                fn, method, graphed = None, METHOD_GRAPH, None
+                if self.use_graphs:
+                    try:
+                        graphed = capture(runner, *flat, warmup=self.warmup)
+                        fn = lambda: graphed.run_list(flat)  # noqa: E731
+                    except RunError as e:
+                        method = f"events (CUDA graph capture failed: {str(e)[:300]})"
+                        log.warning("AUTO: %s cannot be captured into a CUDA graph, timing it without graphs: %s",
+                                    os.path.basename(path), e)
+                else:
+                    method = "events (graphs off)"
+                if fn is None:
+                    fn = lambda: runner.run_list(flat)  # noqa: E731
+                entry = self._entries[path] = (runner, graphed, fn, method)
+            _, _, fn, method = entry
+            ms = _median_ms_per_call(torch, fn, self.iters, self.repeats, self.warmup)
+            return Measurement(ms=ms, method=method, device=torch.cuda.get_device_name(device_index))
+
+    def close(self) -> None:
+        """Drops the loaded packages and their graphs (GPU memory)."""
+        self._entries.clear()
+        try:
+            import gc
+
+            import torch
+            gc.collect()
+            if torch.cuda.is_available():
+                torch.cuda.synchronize()
+        except Exception:  # noqa: BLE001 (best effort)
+            pass
+
+
+def _err(e: BaseException) -> str:
+    return f"{type(e).__name__}: {str(e)[:500]}"
+
+
+def select(candidate_paths: Mapping[str, str | None], example_inputs: Sequence[Any], *, device_index: int = 0,
+           time_fn: Callable[[str, Sequence[Any], int], Measurement] | None = None, rounds: int = 3,
+           errors: Mapping[str, str] | None = None) -> AutoResult:
+    """Times each candidate package (`rounds` interleaved rounds, order rotated each round; a candidate's timing is
+    the median of its rounds) and returns the fastest. `candidate_paths` maps backends -> package path, or None for
+    a candidate that could not be built (its reason in `errors`). A candidate whose timing raises is dropped with
+    its error. Raises LoweringError when no candidate could be timed."""
+    if rounds < 1:
+        raise SpecError(f"rounds must be >= 1, got {rounds!r}")
+    own_timer = time_fn is None
+    timer = CudaGraphTimer() if own_timer else time_fn
+    errs = dict(errors or {})
+    names = [c for c, p in candidate_paths.items() if p is not None and c not in errs]
+    samples: dict = {c: [] for c in names}
+    methods: dict = {}
+    device = ""
+    try:
+        for r in range(rounds):
+            k = r % len(names) if names else 0
+            for cand in names[k:] + names[:k]:
+                if cand in errs:
+                    continue
+                try:
+                    m = timer(candidate_paths[cand], example_inputs, device_index)
+                    ms = float(m.ms)
+                    if not math.isfinite(ms) or ms <= 0:
+                        raise RunError(f"timing gave {m.ms!r} ms")
+                except Exception as e:  # noqa: BLE001 (a candidate that cannot run is dropped, not fatal)
+                    errs[cand] = _err(e)
+                    log.warning("AUTO: %s could not be timed: %s", cand, errs[cand])
+                    continue
+                samples[cand].append(ms)
+                methods.setdefault(cand, m.method)
+                device = device or getattr(m, "device", "") or ""
+    finally:
+        if own_timer:
+            timer.close()
+    timings = {c: (statistics.median(samples[c]) if c not in errs and samples.get(c) else None)
+               for c in candidate_paths}
+    ok = [c for c in candidate_paths if timings[c] is not None]
+    if not ok:
+        raise LoweringError("AUTO: no candidate could be built and timed: " +
+                            "; ".join(f"{c}: {errs.get(c, 'no package')}" for c in candidate_paths))
+    choice = min(ok, key=lambda c: (timings[c], list(candidate_paths).index(c)))
+    kinds = set(methods[c] for c in ok)
+    if kinds != {METHOD_GRAPH}:
+        log.warning("AUTO: timed without CUDA graphs for %s (see metadata %s)",
+                    [c for c in ok if methods[c] != METHOD_GRAPH], META_METHODS)
+    log.info("AUTO on %s: %s -> %s", device or "this GPU",
+             ", ".join(f"{c} {timings[c]:.4f} ms" if timings[c] is not None else f"{c} failed"
+                       for c in candidate_paths), choice)
+    return AutoResult(choice=choice, timings_ms=timings, methods={c: methods[c] for c in ok},
+                      errors={c: errs[c] for c in candidate_paths if c in errs}, device=device,
+                      rounds_ms={c: list(v) for c, v in samples.items()}, candidate_paths=dict(candidate_paths))
+
+
+# ---------------------------------------------------------------------------------------------------- metadata
+
+def metadata_entry(names: Sequence[str], model_name: str = "model") -> str:
+    """The zip entry of the metadata JSON the runtime reads: <wrapper>.so -> <wrapper>_metadata.json next to the one
+    wrapper .so under <archive>/data/aotinductor/<model_name>/ (the rule backends/cuda/runtime/package.cc uses)."""
+    marker = f"/data/aotinductor/{model_name}/"
+    wrappers = [n for n in names if marker in n and n.endswith(".so")]
+    if len(wrappers) != 1:
+        raise PackageError(f"expected one wrapper library under {marker!r}, found {len(wrappers)}"
+                           + (f" ({wrappers})" if wrappers else ""))
+    meta = wrappers[0][:-3] + "_metadata.json"
+    if meta not in names:
+        raise PackageError(f"the package has no metadata entry {meta!r} next to its wrapper library")
+    return meta
+
+
+def read_metadata(path: str, model_name: str = "model") -> dict:
+    """The package's metadata JSON as a dict (read with zipfile; no GPU, no native module)."""
+    try:
+        with zipfile.ZipFile(path) as z:
+            return json.loads(z.read(metadata_entry(z.namelist(), model_name)))
+    except (OSError, zipfile.BadZipFile, ValueError) as e:
+        raise PackageError(f"cannot read the metadata of {path!r}: {e}") from e
+
+
+def write_metadata(path: str, entries: Mapping[str, str], model_name: str = "model") -> None:
+    """Adds (or replaces) string `entries` in the package's metadata JSON, rewriting the .pt2 atomically: every
+    other entry is copied byte for byte with its name, order, timestamp and compression."""
+    for k, v in entries.items():
+        if not isinstance(k, str) or not isinstance(v, str):
+            raise SpecError(f"metadata entries must be str to str, got {k!r}: {v!r}")
+    path = os.fspath(path)
+    tmp = f"{path}.tmp{os.getpid()}"
+    try:
+        with zipfile.ZipFile(path) as zin:
+            meta_name = metadata_entry(zin.namelist(), model_name)
+            try:
+                meta = json.loads(zin.read(meta_name))
+            except ValueError as e:
+                raise PackageError(f"{path!r}: metadata {meta_name!r} is not JSON: {e}") from e
+            if not isinstance(meta, dict):
+                raise PackageError(f"{path!r}: metadata {meta_name!r} is not a JSON object")
+            meta.update(entries)
+            with zipfile.ZipFile(tmp, "w", allowZip64=True) as zout:
+                for info in zin.infolist():
+                    data = json.dumps(meta).encode() if info.filename == meta_name else zin.read(info)
+                    zout.writestr(info, data, compress_type=info.compress_type)
+        os.replace(tmp, path)
+    except (OSError, zipfile.BadZipFile) as e:
+        raise PackageError(f"cannot rewrite the metadata of {path!r}: {e}") from e
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
+# ----------------------------------------------------------------------------------------------------- compile
+
+def _ensure_progress_visible() -> None:
+    """AUTO takes minutes (three autotuned compiles): INFO progress on stderr unless logging is configured (the same
+    rule as aotirt.compile, which then adds no second handler)."""
+    if not log.handlers and not logging.getLogger().handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("aotirt: %(message)s"))
+        log.addHandler(handler)
+        log.setLevel(logging.INFO)
+
+
+def _candidate_options(opts: Any, backends: str) -> Any:
+    return dataclasses.replace(opts, **{GEMM_FIELD: backends})
+
+
+def compile_auto(model_or_exported_program: Any, example_inputs: Sequence[Any], package_path: str | None = None, *,
+                 device: str = "cuda", options: Any = None, inductor_configs: Mapping[str, Any] | None = None,
+                 dynamic_shapes: Any = None, platform: str | None = None, target: str | None = None,
+                 candidates: Sequence[str] = CANDIDATES, rounds: int = 3,
+                 time_fn: Callable[[str, Sequence[Any], int], Measurement] | None = None,
+                 compile_fn: Callable[..., str] | None = None, work_dir: str | None = None,
+                 result: list | None = None) -> str:
+    """aotirt.compile with max_autotune_gemm_backends=AUTO: lowers each candidate, times them, keeps the fastest.
+
+    Same arguments as aotirt.compile (options: an aotirt.CompileOptions; its GEMM backends field is replaced per
+    candidate, and may already say "AUTO"); platform/target default to the options' fields of those names when they
+    exist, else "linux" and the torch build's target. compile_fn (default aotirt.lowering.compile) is called per
+    candidate with the same signature as aotirt.compile and returns the package path; time_fn(path, example_inputs,
+    device_index) -> Measurement (default: CudaGraphTimer). work_dir holds the candidates (default: a temporary
+    folder, removed afterwards). `result`, if a list, receives the AutoResult. Returns the chosen package's path
+    (package_path, or a path in work_dir when package_path is None), with the choice and timings in its metadata.
+    """
+    from aotirt.specs import CompileOptions  # specs imports no torch
+
+    opts = CompileOptions() if options is None else options
+    if platform is None:
+        platform = getattr(opts, "platform", None) or "linux"
+    torch = None
+    if target is None:
+        target = getattr(opts, "target", None)
+        if target is None:
+            try:
+                import torch  # noqa: F811
+            except ImportError:
+                torch = None
+            target = _detect_target(torch)
+    check_supported(platform, target)
+    if not getattr(opts, "max_autotune", True):
+        raise SpecError(f"{GEMM_FIELD}='AUTO' needs max_autotune=True: without autotuning Inductor calls ATen GEMMs "
+                        f"whatever the backends say, so the candidates would be one package")
+    cands = []
+    for c in candidates:
+        norm = ",".join(sorted({t.strip().upper() for t in str(c).split(",") if t.strip()}))
+        if norm not in CANDIDATES:
+            raise SpecError(f"AUTO candidate {c!r} is not valid; valid: {list(CANDIDATES)}")
+        if norm not in cands:
+            cands.append(norm)
+    if not cands:
+        raise SpecError(f"AUTO needs at least one candidate of {list(CANDIDATES)}")
+    configs = dict(inductor_configs or {})
+    if GEMM_FIELD in configs:
+        if not is_auto(configs[GEMM_FIELD]):
+            raise SpecError(f"inductor_configs[{GEMM_FIELD!r}]={configs[GEMM_FIELD]!r} contradicts AUTO; remove it")
+        del configs[GEMM_FIELD]
+    clash = sorted(set((configs.get(METADATA_KEY) or {})) & set(META_KEYS))
+    if clash:
+        raise SpecError(f"metadata key(s) {clash} are written by AUTO; use other names")
+    if package_path is not None:
+        package_path = os.fspath(package_path)
+        if not package_path.endswith(".pt2"):
+            raise SpecError(f"package_path={package_path!r} must end with .pt2 (AOTInductor's package suffix)")
+    if torch is None:
+        try:
+            import torch  # noqa: F811
+        except ImportError:
+            torch = None
+    dev_index = _device_index(torch, device)
+    if compile_fn is None:
+        from aotirt.lowering import compile as compile_fn  # noqa: A001
+    if rounds < 1:
+        raise SpecError(f"rounds must be >= 1, got {rounds!r}")
+
+    _ensure_progress_visible()
+    own_dir = work_dir is None
+    wdir = tempfile.mkdtemp(prefix="aotirt_auto_") if own_dir else os.fspath(work_dir)
+    os.makedirs(wdir, exist_ok=True)
+    paths: dict = {}
+    errors: dict = {}
+    failures: list = []
+    try:
+        for i, cand in enumerate(cands):
+            log.info("AUTO: lowering candidate %d/%d: %s=%s", i + 1, len(cands), GEMM_FIELD, cand)
+            target_path = os.path.join(wdir, "auto_" + cand.replace(",", "_").lower() + ".pt2")
+            try:
+                paths[cand] = compile_fn(model_or_exported_program, example_inputs, target_path, device=device,
+                                         options=_candidate_options(opts, cand), inductor_configs=configs or None,
+                                         dynamic_shapes=dynamic_shapes)
+            except Exception as e:  # noqa: BLE001 (one candidate failing to lower does not stop AUTO)
+                paths[cand] = None
+                errors[cand] = _err(e)
+                failures.append(e)
+                log.warning("AUTO: candidate %s failed to lower: %s", cand, errors[cand])
+        if failures and len(failures) == len(cands) and (
+                isinstance(failures[0], SpecError) or
+                (isinstance(failures[0], Error) and len({str(f) for f in failures}) == 1)):
+            # Every candidate failed the same way (no CUDA here, options wrong for all): that error, as raised.
+            raise failures[0]
+        res = select(paths, example_inputs, device_index=dev_index, time_fn=time_fn, rounds=rounds, errors=errors)
+        out = package_path if package_path is not None else os.path.join(wdir, "auto.pt2")
+        if package_path is not None:
+            os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+        tmp = f"{out}.copy{os.getpid()}"
+        shutil.copyfile(paths[res.choice], tmp)
+        try:
+            write_metadata(tmp, res.metadata())
+            os.replace(tmp, out)
+        finally:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+        if isinstance(result, list):
+            result.append(res)
+        return os.path.abspath(out)
+    finally:
+        if own_dir:
+            # Only files this call made inside its own folder: candidates a compile_fn placed elsewhere stay.
+            for name in os.listdir(wdir):
+                p = os.path.join(wdir, name)
+                if package_path is None and name == "auto.pt2":
+                    continue
+                if os.path.isdir(p):
+                    shutil.rmtree(p, ignore_errors=True)
+                else:
+                    os.remove(p)
+            if package_path is not None:
+                shutil.rmtree(wdir, ignore_errors=True)
