@@ -9,6 +9,10 @@ if __name__ == "__main__":
     here = os.path.dirname(os.path.abspath(__file__))
     files = [a if os.path.isabs(a) else os.path.join(os.getcwd(), a) for a in args if not a.startswith("-")]
     flags = [a for a in args if a.startswith("-")]
+    # Test files import their folder's helpers (conftest, shared test modules) by name.
+    for d in dict.fromkeys(os.path.dirname(f) for f in files):
+        if d not in sys.path:
+            sys.path.insert(0, d)
     xml = os.environ.get("XML_OUTPUT_FILE")
     extra = ["--junitxml", xml] if xml else []
     rc = pytest.main(files + flags + ["-p", "no:cacheprovider", "-q", "-rs"] + extra)
