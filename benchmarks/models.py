@@ -7,8 +7,8 @@
 Writes models.json (rows: model, variant, graphs, ms, mean_abs_diff, ... and the issue's targets), models.md (tables
 for benchmarks/RESULTS.md) and models.png (if matplotlib is importable). Progress goes to stderr. Compiled packages
 are cached in --cache-dir, and rows merge into an existing --out JSON, so a run cut by --budget-s continues where
-it stopped when rerun with the same flags. The definitions and the run loop live in aotirt.bench_models (tested on
-CPU by tests/cpu/test_python_bench_models.py).
+it stopped when rerun with the same flags. The definitions and the run loop live in the aotirt.bench package (tested
+on CPU by tests/cpu/test_python_bench_models.py).
 """
 import os
 import sys
@@ -20,7 +20,7 @@ try:
 except ImportError:
     sys.path.insert(0, os.path.join(HERE, "..", "python"))
 
-from aotirt import bench_models  # noqa: E402
+from aotirt.bench import cli  # noqa: E402
 
 if __name__ == "__main__":
-    sys.exit(bench_models.main(default_out=os.path.join(HERE, "results")))
+    sys.exit(cli.main(default_out=os.path.join(HERE, "results")))

@@ -1,0 +1,138 @@
+"""Results -> the issue's targets, a Markdown table and a PNG bar chart."""
+from __future__ import annotations
+
+from typing import Any
+
+from aotirt.bench.models import MODELS
+from aotirt.bench.variants import FIXED, TORCH_COMPILE, VARIANTS
+
+def _ms(rows: list, model: str, variant: str, graphs: bool) -> float | None:
+    for r in rows:
+        if r.get("model") == model and r.get("variant") == variant and bool(r.get("graphs")) == graphs:
+            return r.get("ms")
+    return None
+
+
+def targets(rows: list) -> list:
+    """The issue's four targets, evaluated on whatever rows exist (None where a needed row is missing)."""
+    out = []
+    models = sorted({r["model"] for r in rows}, key=lambda m: MODELS.index(m) if m in MODELS else 99)
+
+    def add(target, model, graphs, value, limit, better, detail):
+        met = None if value is None else (value <= limit if better == "le" else value >= limit)
+        out.append({"target": target, "model": model, "graphs": graphs, "value": value, "limit": limit,
+                    "met": met, "detail": detail})
+
+    for m in models:
+        for tc, b in TORCH_COMPILE.items():  # 1: runtime vs torch.compile, same GEMM backends, no graphs
+            ours = [v for v, bb in FIXED.items() if bb == b][0]
+            a, t = _ms(rows, m, ours, False), _ms(rows, m, tc, False)
+            if t is None and tc != "torch_compile":
+                continue
+            add("aotirt <= 1.02 x torch.compile (no graphs)", m, False,
+                None if a is None or t is None else a / t, 1.02, "le", f"{ours} / {tc} ({b})")
+    for m in [m for m in models if m == "gemma"]:  # 2: graphs vs no graphs on the Gemma-like model
+        for v in list(FIXED) + ["aotirt_auto"]:
+            g, n = _ms(rows, m, v, True), _ms(rows, m, v, False)
+            if g is None and n is None:
+                continue
+            add("graphs <= 0.7 x no graphs (gemma)", m, True, None if g is None or n is None else g / n, 0.7,
+                "le", f"{v}: graphs / no graphs")
+    for m in models:  # 3: AUTO vs the fastest fixed choice
+        for graphs in (True, False):
+            fixed = {v: _ms(rows, m, v, graphs) for v in FIXED}
+            have = {v: x for v, x in fixed.items() if x is not None}
+            a = _ms(rows, m, "aotirt_auto", graphs)
+            if a is None and not have:
+                continue
+            best = min(have, key=have.get) if have else None
+            choice = next((r.get("auto_choice") for r in rows if r.get("model") == m
+                           and r.get("variant") == "aotirt_auto" and r.get("auto_choice")), None)
+            add("AUTO <= 1.01 x fastest fixed", m, graphs,
+                None if a is None or best is None else a / have[best], 1.01, "le",
+                f"fastest fixed: {best} ({FIXED.get(best)}); AUTO chose {choice}"
+                + ("" if len(have) == len(FIXED) else f"; only {sorted(have)} measured"))
+    for m in [m for m in models if m == "siglip"]:  # 4: ATEN,TRITON vs TRITON on SigLIP
+        for graphs in (False, True):
+            at, tr = _ms(rows, m, "aotirt_aten_triton", graphs), _ms(rows, m, "aotirt_triton", graphs)
+            if at is None and tr is None:
+                continue
+            add("ATEN,TRITON >= 8% faster than TRITON (siglip)", m, graphs,
+                None if at is None or tr is None else 1.0 - at / tr, 0.08, "ge",
+                "speedup = 1 - aten_triton / triton")
+    return out
+
+
+# ----------------------------------------------------------------------------------------------------- report
+
+def _f(x: Any, fmt: str = "{:.3f}") -> str:
+    return "-" if x is None else fmt.format(x)
+
+
+def markdown(result: dict) -> str:
+    rows = result.get("rows", [])
+    meta = result.get("meta", {})
+    lines = [f"Model benchmark (`benchmarks/models.py`), {meta.get('gpu', meta.get('device', '?'))}, torch "
+             f"{meta.get('torch', '?')}, commit {meta.get('commit') or '?'}, run {meta.get('run', '?')}. "
+             f"ms per call (median); graphs = whole-model CUDA graph replay incl. input copy; mean |diff| vs the "
+             f"float32 model.", ""]
+    models = sorted({r["model"] for r in rows}, key=lambda m: MODELS.index(m) if m in MODELS else 99)
+    lines += ["| model | variant | ms (no graphs) | ms (graphs) | graphs / no | vs torch.compile (no graphs) | "
+              "mean abs diff | notes |", "|---|---|---|---|---|---|---|---|"]
+    for m in models:
+        tc = _ms(rows, m, "torch_compile", False)
+        variants = sorted({r["variant"] for r in rows if r["model"] == m},
+                          key=lambda v: VARIANTS.index(v) if v in VARIANTS else 99)
+        for v in variants:
+            n, g = _ms(rows, m, v, False), _ms(rows, m, v, True)
+            rs = [r for r in rows if r["model"] == m and r["variant"] == v]
+            diffs = [r.get("mean_abs_diff") for r in rs if r.get("mean_abs_diff") is not None]
+            notes = []
+            for r in rs:
+                if r.get("error"):
+                    notes.append(f"{'graphs' if r['graphs'] else 'no graphs'}: {r['error'][:80]}")
+            auto_choice = next((r.get("auto_choice") for r in rs if r.get("auto_choice")), None)
+            if auto_choice:
+                notes.insert(0, f"chose {auto_choice}")
+            lines.append(f"| {m} | {v} | {_f(n)} | {_f(g)} | {_f(None if n is None or g is None else g / n, '{:.2f}')}"
+                         f" | {_f(None if n is None or tc is None else n / tc, '{:.2f}x')} | "
+                         f"{_f(max(diffs) if diffs else None, '{:.2e}')} | {'; '.join(notes).replace('|', '/')} |")
+    lines += ["", "| target | model | graphs | value | limit | met | detail |", "|---|---|---|---|---|---|---|"]
+    for t in result.get("targets", []):
+        met = {True: "**met**", False: "**missed**", None: "n/a"}[t["met"]]
+        lines.append(f"| {t['target']} | {t['model']} | {'on' if t['graphs'] else 'off'} | {_f(t['value'])} | "
+                     f"{t['limit']} | {met} | {t['detail']} |")
+    return "\n".join(lines) + "\n"
+
+
+def plot(result: dict, path: str) -> str:
+    """Writes a PNG bar chart (ms per call per variant, no graphs vs graphs, one panel per model); returns a
+    message (the reason when matplotlib is missing)."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except Exception as e:  # noqa: BLE001
+        return f"plot skipped: matplotlib is not importable ({e})"
+    rows = [r for r in result.get("rows", []) if r.get("ms") is not None]
+    models = sorted({r["model"] for r in rows}, key=lambda m: MODELS.index(m) if m in MODELS else 99)
+    if not models:
+        return "plot skipped: no measured rows"
+    fig, axes = plt.subplots(1, len(models), figsize=(5.5 * len(models), 4.2), squeeze=False)
+    for ax, m in zip(axes[0], models):
+        variants = sorted({r["variant"] for r in rows if r["model"] == m},
+                          key=lambda v: VARIANTS.index(v) if v in VARIANTS else 99)
+        xs = range(len(variants))
+        for off, graphs, label in ((-0.2, False, "no graphs"), (0.2, True, "CUDA graphs")):
+            ys = [_ms(rows, m, v, graphs) or 0.0 for v in variants]
+            ax.bar([x + off for x in xs], ys, width=0.4, label=label)
+        ax.set_xticks(list(xs))
+        ax.set_xticklabels([v.replace("torch_compile", "tc").replace("aotirt_", "aotirt\n") for v in variants],
+                           fontsize=7)
+        ax.set_title(m)
+        ax.set_ylabel("ms per call")
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return f"wrote {path}"
