@@ -9,26 +9,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
 
 
 def per_call_ms(fn, torch, iters=100, repeats=5):
-    for _ in range(10):
-        fn()
-    torch.cuda.synchronize()
-    vals = []
-    for _ in range(repeats):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        for _ in range(iters):
-            fn()
-        e.record()
-        e.synchronize()
-        vals.append(s.elapsed_time(e) / iters)
-    return statistics.median(vals)
+    from aotirt.timing import median_ms_per_call
+    return median_ms_per_call(torch, fn, iters, repeats, warmup=10)
 
 
 def graph_ms(fn, torch, iters=100):

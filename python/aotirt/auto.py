@@ -33,6 +33,7 @@ import zipfile
 from typing import Any, Callable, Mapping, Sequence
 
 from aotirt.errors import Error, LoweringError, PackageError, RunError, SpecError, UnsupportedPlatformError
+from aotirt.timing import median_ms_per_call
 
 log = logging.getLogger("aotirt")
 
@@ -149,22 +150,6 @@ def _device_index(torch, device: str) -> int:
 
 # ------------------------------------------------------------------------------------------------------ timing
 
-def _median_ms_per_call(torch, fn: Callable[[], Any], iters: int, repeats: int, warmup: int) -> float:
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    vals = []
-    for _ in range(repeats):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(iters):
-            fn()
-        end.record()
-        end.synchronize()
-        vals.append(start.elapsed_time(end) / iters)
-    return statistics.median(vals)
-
-
 class CudaGraphTimer:
     """The default `time_fn`: loads each package once (aotirt.load), captures it (aotirt.capture) and times replays
     of the whole model, input copy included, between CUDA events: `iters` calls per sample, median of `repeats`.
@@ -200,7 +185,7 @@ class CudaGraphTimer:
                     fn = lambda: runner.run_list(flat)  # noqa: E731
                 entry = self._entries[path] = (runner, graphed, fn, method)
             _, _, fn, method = entry
-            ms = _median_ms_per_call(torch, fn, self.iters, self.repeats, self.warmup)
+            ms = median_ms_per_call(torch, fn, self.iters, self.repeats, self.warmup)
             return Measurement(ms=ms, method=method, device=torch.cuda.get_device_name(device_index))
 
     def close(self) -> None:

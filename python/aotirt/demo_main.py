@@ -12,19 +12,7 @@ import sys
 import tempfile
 import time
 
-
-def _time_per_call(fn, iters: int, torch) -> float:
-    """Milliseconds per call, measured with CUDA events over `iters` back-to-back calls after warm-up."""
-    for _ in range(5):
-        fn()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(iters):
-        fn()
-    end.record()
-    end.synchronize()
-    return start.elapsed_time(end) / iters
+from aotirt.timing import median_ms_per_call
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -57,8 +45,8 @@ def main(argv: list[str] | None = None) -> int:
     diff_fp32 = (got - ref32).abs().mean().item()
     eager_diff_fp32 = (want - ref32).abs().mean().item()
     with torch.no_grad():
-        ours_ms = _time_per_call(lambda: runner(x), a.iters, torch)
-        eager_ms = _time_per_call(lambda: model(x), a.iters, torch)
+        ours_ms = median_ms_per_call(torch, lambda: runner(x), a.iters, repeats=1, warmup=5)
+        eager_ms = median_ms_per_call(torch, lambda: model(x), a.iters, repeats=1, warmup=5)
     res = {"model": f"siglip_like x{a.blocks} bf16 T=256", "package": path, "compile_s": round(compile_s, 1),
            "mean_abs_diff_vs_eager": diff_eager, "mean_abs_diff_vs_fp32": diff_fp32,
            "eager_mean_abs_diff_vs_fp32": eager_diff_fp32, "aotirt_ms_per_call": ours_ms,

@@ -12,6 +12,8 @@ import statistics
 import time
 from typing import Any, Callable
 
+from aotirt.timing import events_ms
+
 import torch
 from torch import nn
 
@@ -35,13 +37,7 @@ def time_ms(fn: Callable[[], Any], device: str, *, quick: bool = False, iters: i
 
     def sample(n: int) -> float:
         if cuda:
-            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            s.record()
-            for _ in range(n):
-                fn()
-            e.record()
-            e.synchronize()
-            return s.elapsed_time(e) / n
+            return events_ms(torch, fn, n)
         t0 = time.perf_counter()
         for _ in range(n):
             fn()
