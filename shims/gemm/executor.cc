@@ -16,6 +16,7 @@
 #include "shims/gemm/cublaslt_loader.h"
 #include "shims/gemm/lt_plan.h"
 #include "shims/gemm/stats.h"
+#include "shims/gemm/tune.h"
 #include "shims/gemm/workspace.h"
 
 namespace aotirt {
@@ -128,6 +129,35 @@ PlanEntry* EntryFor(const char* fn, ThreadState& ts, const CublasLt& lt, cublasL
   }
 }
 
+// Times the entry's candidates (tune.h) into a scratch D with C's layout: out is never written twice, and an
+// accumulating call (C = D = out holding beta * self) is not disturbed. The first call of a problem synchronizes.
+void Tune(const char* fn, PlanEntry& e, const GemmPlan& plan, const CublasLt& lt, cublasLtHandle_t handle,
+          int32_t dev, void* stream, bool cacheable, Scratch& scratch, const void* alpha, const void* beta,
+          const void* pa, const void* pb) {
+  const MatLayout& c = plan.lt_c;
+  const int64_t extent = (plan.batch - 1) * c.batch_stride + (c.cols - 1) * c.ld + c.rows;
+  const int64_t bytes = extent * ElementSize(plan.cd_type);
+  void* d = scratch.Get(fn, bytes);
+  gpu::MemsetZeroAsync(fn, d, bytes, stream);
+  const size_t ws_bytes = MaxCandidateWorkspace(e);
+  TuneArgs t;
+  t.lt = &lt;
+  t.handle = handle;
+  t.alpha = alpha;
+  t.beta = beta;
+  t.a = pa;
+  t.b = pb;
+  t.d = d;
+  t.workspace_bytes = ws_bytes;
+  if (ws_bytes > 0) {
+    // The cached workspace has the full bound, which every candidate's workspaceSize respects.
+    t.workspace = cacheable ? StreamWorkspace(fn, dev, stream) : scratch.Get(fn, static_cast<int64_t>(ws_bytes));
+    if (cacheable) t.workspace_bytes = static_cast<size_t>(LtWorkspaceBytes(dev));
+  }
+  t.stream = stream;
+  TuneEntry(e, t);
+}
+
 // Runs a kMatmul / kZeroFill plan; `entry` is the plan's cache entry when the caller has it (else looked up and,
 // for the caller's memo, returned through it together with a possibly updated plan).
 void Run(const char* fn, GemmPlan& plan, PlanEntry*& entry, Tensor* out, const Tensor* self, const Tensor* a,
@@ -208,17 +238,25 @@ void Run(const char* fn, GemmPlan& plan, PlanEntry*& entry, Tensor* out, const T
       e.bias = bias;
     }
   }
-  void* ws = nullptr;
-  if (e.workspace > 0) {
-    // cudaStreamPerThread names a different stream on every thread: never shared, allocated per call.
-    const bool cacheable = stream != static_cast<void*>(cudaStreamPerThread) && !gpu::IsCapturing(stream);
-    ws = cacheable ? StreamWorkspace(fn, dev, stream) : scratch.Get(fn, static_cast<int64_t>(e.workspace));
-  }
+  const bool capturing = gpu::IsCapturing(stream);
+  // cudaStreamPerThread names a different stream on every thread: never shared, its workspace allocated per call.
+  const bool cacheable = stream != static_cast<void*>(cudaStreamPerThread) && !capturing;
   const float alpha_f = static_cast<float>(plan.alpha), beta_f = static_cast<float>(plan.beta);
   const int32_t alpha_i = static_cast<int32_t>(plan.alpha), beta_i = static_cast<int32_t>(plan.beta);
   const bool int_scale = plan.scale_type == DType::kInt32;
   const void* alpha = int_scale ? static_cast<const void*>(&alpha_i) : &alpha_f;
   const void* beta = int_scale ? static_cast<const void*>(&beta_i) : &beta_f;
+  if (!e.tuned && !capturing) {
+    if (TuningEnabled()) {
+      Tune(fn, e, plan, lt, handle, dev, stream, cacheable, scratch, alpha, beta, pa, pb);
+    } else {
+      e.tuned = true;
+      e.candidates.clear();
+    }
+  }
+  void* ws = nullptr;
+  if (e.workspace > 0)
+    ws = cacheable ? StreamWorkspace(fn, dev, stream) : scratch.Get(fn, static_cast<int64_t>(e.workspace));
   void* pd = d->data_ptr();
   ThrowIf(fn, LtStatus(lt,
                        lt.cublasLtMatmul(handle, e.desc.get(), alpha, pa, e.a.get(), pb, e.b.get(), beta, pd,

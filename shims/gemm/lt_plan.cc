@@ -105,11 +105,11 @@ Status PlanEntry::Create(const CublasLt& lt, cublasLtHandle_t handle, int32_t de
   pset(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al_c, sizeof(al_c));
   pset(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al_c, sizeof(al_c));
   if (!s.ok()) return s;
-  cublasLtMatmulHeuristicResult_t result;
-  std::memset(&result, 0, sizeof(result));
+  std::vector<cublasLtMatmulHeuristicResult_t> results(kMaxAlgoCandidates);
+  std::memset(results.data(), 0, results.size() * sizeof(results[0]));
   int found = 0;
   s = LtStatus(lt, lt.cublasLtMatmulAlgoGetHeuristic(handle, d, e->a.get(), e->b.get(), e->c.get(), e->c.get(),
-                                                    ph, 1, &result, &found),
+                                                    ph, kMaxAlgoCandidates, results.data(), &found),
                "cublasLtMatmulAlgoGetHeuristic");
   if (s.ok() && found == 0) s = Status::NotSupported("cuBLASLt found no algorithm");
   if (!s.ok()) {
@@ -117,8 +117,12 @@ Status PlanEntry::Create(const CublasLt& lt, cublasLtHandle_t handle, int32_t de
     s.message += StrCat(" (plan: ", plan.Describe(), ")");
     return s;
   }
-  e->algo = result.algo;
-  e->workspace = result.workspaceSize;
+  results.resize(static_cast<size_t>(found));
+  // The heuristic ranks by its own estimate; with one result requested (as torch does) it returns the same first.
+  e->algo = results[0].algo;
+  e->workspace = results[0].workspaceSize;
+  e->candidates = std::move(results);
+  e->tuned = e->candidates.size() < 2;
   *out = std::move(e);
   return Status::Ok();
 }

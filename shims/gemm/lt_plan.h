@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <memory>
 #include <type_traits>
+#include <vector>
 
 #include "shims/gemm/cublaslt_loader.h"
 #include "shims/gemm/planner.h"
@@ -29,13 +30,19 @@ using Layout = std::unique_ptr<std::remove_pointer_t<cublasLtMatrixLayout_t>,
 using Preference = std::unique_ptr<std::remove_pointer_t<cublasLtMatmulPreference_t>,
                                    LtDeleter<cublasLtMatmulPreference_t, &CublasLt::cublasLtMatmulPreferenceDestroy>>;
 
+// How many algorithms the heuristic is asked for (the candidates tune.cc times); the first is PyTorch's choice.
+constexpr int kMaxAlgoCandidates = 8;
+
 // Descriptors and the chosen algorithm for one problem key.
 struct PlanEntry {
   MatmulDesc desc;
   Layout a, b, c;
-  cublasLtMatmulAlgo_t algo;
-  size_t workspace = 0;
+  cublasLtMatmulAlgo_t algo;   // in use: the heuristic's first until tuning picks a faster candidate
+  size_t workspace = 0;        // bytes `algo` needs
   const void* bias = nullptr;  // BIAS_POINTER now in desc (set only when it changes)
+  // The heuristic's results, best first (candidates[0] is what torch's addmm runs); emptied once tuned.
+  std::vector<cublasLtMatmulHeuristicResult_t> candidates;
+  bool tuned = false;          // timed (or nothing to time): never again for this entry
 
   // Builds the entry for `plan` on `device` (the workspace bound comes from LtWorkspaceBytes). A heuristic that finds
   // no algorithm is NotSupported and counted in stats::kHeuristicFailures.

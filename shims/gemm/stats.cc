@@ -21,6 +21,8 @@ GemmStats Stats() {
   s.staged_operands = g(stats::kStaged);
   s.self_copies = g(stats::kSelfCopies);
   s.heuristic_failures = g(stats::kHeuristicFailures);
+  s.tuned = g(stats::kTuned);
+  s.tuned_changed = g(stats::kTunedChanged);
   return s;
 }
 

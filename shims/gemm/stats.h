@@ -19,13 +19,16 @@ struct GemmStats {
   int64_t self_copies = 0;           // addmm/baddbmm self copied into out (beta-accumulate path)
   int64_t heuristic_failures = 0;    // cuBLASLt found no algorithm: an error, except for a bias epilogue, which
                                      // then falls back (counted here) to the self-copy path, as ATen's addmm
+  int64_t tuned = 0;                 // problems whose heuristic candidates were timed (tune.h)
+  int64_t tuned_changed = 0;         // ... where a candidate other than the heuristic's first (torch's) won
 };
 
 GemmStats Stats();
 void ResetStats();
 
 namespace stats {
-enum Counter { kLoads, kLoadFailures, kCalls, kHits, kMisses, kStaged, kSelfCopies, kHeuristicFailures, kCount };
+enum Counter { kLoads, kLoadFailures, kCalls, kHits, kMisses, kStaged, kSelfCopies, kHeuristicFailures, kTuned, kTunedChanged,
+               kCount };
 void Add(Counter c, int64_t n = 1);
 }  // namespace stats
 

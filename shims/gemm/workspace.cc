@@ -143,7 +143,7 @@ Scratch::~Scratch() {
 
 void* Scratch::Get(const char* fn, int64_t bytes) {
   void* p = gpu::Allocate(fn, device_, bytes, stream_);
-  if (n_ == kMax) {  // never reached: a call takes at most 4 scratch buffers
+  if (n_ == kMax) {  // never reached: a call takes at most 7 scratch buffers
     gpu::Free(device_, p, stream_);
     throw ShimError(StrCat(fn, ": internal error: too many scratch buffers"));
   }

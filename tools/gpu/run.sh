@@ -13,21 +13,22 @@ export PYTHONPATH="$B/python:$ROOT/tests/gpu:${PYTHONPATH:-}"
 export AOTIRT_SHIM_LIB="$B/lib/libaoti_cuda_shims.so"
 export AOTIRT_RUN="$B/bin/aotirt_run"
 export AOTIRT_BUNDLE="$B"
+export AOTIRT_GEMM_HOST_BENCH="$B/tools/gemm_host_bench"
 export TORCHINDUCTOR_CACHE_DIR="${TORCHINDUCTOR_CACHE_DIR:-/tmp/aotirt_inductor_cache}"
 PY="${PYTHON:-python3}"
 # Test the wheel users get: pip-install the bundled cp312 wheel into a folder and import aotirt from there
 # (AOTIRT_USE_BUNDLE_PY=1 uses the unpacked bundle instead).
 WHEEL="$(ls "$B"/aotirt-*.whl 2>/dev/null | head -1)"
 if [[ -n "$WHEEL" && "${AOTIRT_USE_BUNDLE_PY:-0}" != 1 ]]; then
-  SITE=/tmp/aotirt_wheel_site
+  SITE="${AOTIRT_WHEEL_SITE:-/tmp/aotirt_wheel_site.$$}"  # per run: several run.sh may run side by side
   rm -rf "$SITE"
-  if $PY -m pip install -q --no-deps --no-index --target "$SITE" "$WHEEL" > /tmp/aotirt_wheel_install.log 2>&1; then
+  if $PY -m pip install -q --no-deps --no-index --target "$SITE" "$WHEEL" > "$SITE.log" 2>&1; then
     export PYTHONPATH="$SITE:$ROOT/tests/gpu:${PYTHONPATH#"$B/python:"}"
     export AOTIRT_SHIM_LIB="$SITE/aotirt/lib/libaoti_cuda_shims.so"
     [[ -x "$SITE/aotirt/bin/aotirt_run" ]] && export AOTIRT_RUN="$SITE/aotirt/bin/aotirt_run"
     WHEEL_NOTE="python package: pip-installed $(basename "$WHEEL")"
   else
-    WHEEL_NOTE="python package: wheel install FAILED ($(tail -1 /tmp/aotirt_wheel_install.log)); using the bundle"
+    WHEEL_NOTE="python package: wheel install FAILED ($(tail -1 "$SITE.log")); using the bundle"
   fi
 fi
 SUITES=("$@"); [[ ${#SUITES[@]} -eq 0 ]] && SUITES=(all)
@@ -48,12 +49,14 @@ run_cc_tests() {
 
 run_memcheck() {
   # compute-sanitizer memcheck over the shim test binaries (the 8-thread stress test is left to the plain run).
+  # GEMM algorithm tuning is off for the bulk (thousands of fresh shapes, each timed 8 ways, are too slow under the
+  # sanitizer); the *Tuning* tests switch it on themselves, so the timing path is checked too.
   local cs; cs="$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)"
   [[ -n "$cs" ]] || { echo "memcheck: compute-sanitizer not found" | tee -a "$summary"; return; }
   for t in "$B"/bin/shims_tests_test_shims_cuda_gpu "$B"/bin/shims_gemm_gemm_shim_gpu_test; do
     [[ -x "$t" ]] || continue
     local name; name="$(basename "$t")"
-    if timeout 150 "$cs" --tool memcheck --error-exitcode 99 --leak-check full "$t" --gtest_brief=1 \
+    if AOTIRT_GEMM_TUNE=0 timeout 240 "$cs" --tool memcheck --error-exitcode 99 --leak-check full "$t" --gtest_brief=1 \
         --gtest_filter='-*EightThreads*' > "$OUT/memcheck_$name.log" 2>&1; then
       echo "memcheck $name: clean ($(grep -E 'ERROR SUMMARY' "$OUT/memcheck_$name.log" | tail -1))" | tee -a "$summary"
     else
@@ -64,7 +67,8 @@ run_memcheck() {
 }
 
 run_py_tests() {
-  $PY -m pytest -q -rs -p no:cacheprovider tests/gpu "$@" --junitxml="$OUT/pytest_gpu.xml" 2>&1 | tee "$OUT/pytest_gpu.log" | tail -40
+  # PYTEST_ARGS: e.g. "-n 4" (pytest-xdist) to compile test models in parallel; "-k ..." to select.
+  $PY -m pytest -q -rs -p no:cacheprovider tests/gpu ${PYTEST_ARGS:-} "$@" --junitxml="$OUT/pytest_gpu.xml" 2>&1 | tee "$OUT/pytest_gpu.log" | tail -40
   tail -1 "$OUT/pytest_gpu.log" | sed 's/^/pytest gpu: /' >> "$summary"
 }
 
@@ -77,7 +81,7 @@ for s in "${SUITES[@]}"; do
     main|all) $PY -m aotirt.demo_main --out "$OUT/main.json" 2>&1 | tail -20 | tee "$OUT/main.log" ;;&
     bench|all)
       for b in ${BENCHES:-benchmarks/gemm.py benchmarks/runtime.py}; do
-        [[ -f "$b" ]] && timeout "${BENCH_TIMEOUT:-300}" $PY "$b" --out "$OUT" 2>&1 | tail -80 | tee "$OUT/$(basename "$b" .py).log"
+        [[ -f "$b" ]] && timeout "${BENCH_TIMEOUT:-300}" $PY "$b" --out "$OUT" ${BENCH_ARGS:-} 2>&1 | tail -80 | tee "$OUT/$(basename "$b" .py).log"
       done ;;
   esac
 done

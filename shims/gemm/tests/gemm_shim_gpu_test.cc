@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "shims/gemm/stats.h"
+#include "shims/gemm/tune.h"
 #include "shims/gemm/tests/gpu_util.h"
 #include "tests/util/gpu_test_util.h"
 
@@ -286,6 +287,129 @@ TEST_F(GemmGpu, RepeatedCallsHitThePlanCacheAndAreCheapOnTheHost) {
   const double us = std::chrono::duration<double, std::micro>(t1 - t0).count() / n;
   std::printf("host time per repeated addmm call: %.2f us\n", us);
   EXPECT_LT(us, 50.0);  // the 3 us target is measured by benchmarks/gemm.py; this only catches gross regressions
+}
+
+// Restores the environment's tuning choice when a test ends.
+struct TuningMode {
+  explicit TuningMode(int mode) { aotirt::gemm::SetTuning(mode); }
+  ~TuningMode() { aotirt::gemm::SetTuning(-1); }
+};
+
+Case LinearCase(DType d, int64_t M, int64_t N, int64_t K, uint32_t seed) {
+  std::mt19937 rng(seed);
+  Case c;
+  c.op = GemmOp::kAddmm;
+  c.has_self = true;
+  c.beta = 1.0;
+  c.a = Dense(d, {M, K});
+  c.b = Dense(d, {K, N}, true);
+  c.out = Dense(d, {M, N});
+  c.self = Dense(d, {N});
+  FillRandom(rng, &c.a);
+  FillRandom(rng, &c.b);
+  FillRandom(rng, &c.self);
+  FillRandom(rng, &c.out, 768.0, true);
+  return c;
+}
+
+TEST_F(GemmGpu, FirstCallOfAProblemTimesTheCandidatesOnceAndStaysCorrect) {
+  TuningMode on(1);
+  // Shapes no other test uses (fresh plan entries): small-M fp32 (where the heuristic's first is often slow) and bf16.
+  for (Case c : {LinearCase(DType::kFloat32, 8, 760, 776, 21), LinearCase(DType::kBFloat16, 40, 520, 1000, 22)}) {
+    aotirt::gemm::ResetStats();
+    DeviceCase d;
+    d.Upload(c);
+    for (int i = 0; i < 4; ++i) {
+      ASSERT_EQ(CallShim(c, d), AOTI_TORCH_SUCCESS) << aotirt_last_error();
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      EXPECT_EQ(CompareOut(c, d.out.Download(c.out.storage.size())), "") << "call " << i << ": " << c.Describe();
+    }
+    const auto s = aotirt::gemm::Stats();
+    EXPECT_EQ(s.plan_cache_misses, 1);
+    EXPECT_LE(s.tuned, 1);  // 0 only when the heuristic offered a single algorithm
+    EXPECT_LE(s.tuned_changed, s.tuned);
+    std::printf("%s: tuned %lld, changed %lld\n", c.Describe().c_str(), static_cast<long long>(s.tuned),
+                static_cast<long long>(s.tuned_changed));
+  }
+}
+
+TEST_F(GemmGpu, TuningOffKeepsTheHeuristicsFirstAlgorithm) {
+  TuningMode off(0);
+  Case c = LinearCase(DType::kFloat32, 8, 744, 808, 23);
+  aotirt::gemm::ResetStats();
+  DeviceCase d;
+  d.Upload(c);
+  ASSERT_EQ(CallShim(c, d), AOTI_TORCH_SUCCESS) << aotirt_last_error();
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(CompareOut(c, d.out.Download(c.out.storage.size())), "");
+  EXPECT_EQ(aotirt::gemm::Stats().tuned, 0);
+}
+
+// addmm_out(out, out, ...) with beta != 1 accumulates into out: timing the candidates must not run them on out.
+TEST_F(GemmGpu, TuningDoesNotDisturbAnAccumulatingCall) {
+  TuningMode on(1);
+  std::mt19937 rng(24);
+  Case c;
+  c.op = GemmOp::kAddmm;
+  c.has_self = true;
+  c.beta = 0.5;
+  c.alpha = 2.0;
+  c.a = Dense(DType::kFloat32, {16, 392});
+  c.b = Dense(DType::kFloat32, {392, 264}, true);
+  c.out = Dense(DType::kFloat32, {16, 264});
+  FillRandom(rng, &c.a);
+  FillRandom(rng, &c.b);
+  FillRandom(rng, &c.out);
+  c.self = c.out;  // same values: the expected result reads self before the call
+  DeviceCase d;
+  d.Upload(c);
+  aotirt::gemm::ResetStats();
+  ASSERT_EQ(aoti_torch_cuda_addmm_out(d.out.h, d.out.h, d.a.h, d.b.h, c.beta, c.alpha), AOTI_TORCH_SUCCESS)
+      << aotirt_last_error();
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(CompareOut(c, d.out.Download(c.out.storage.size())), "");
+  EXPECT_EQ(aotirt::gemm::Stats().self_copies, 0);  // in place: nothing copied
+}
+
+// A problem first seen during capture runs the heuristic's first (no timing inside a graph); the next eager call
+// tunes it, and the graph keeps what it captured.
+TEST_F(GemmGpu, ProblemFirstSeenUnderCaptureIsTunedLaterEagerly) {
+  TuningMode on(1);
+  cudaStream_t stream;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  CUDAStreamGuardHandle guard = nullptr;
+  ASSERT_EQ(aoti_torch_create_cuda_stream_guard(stream, 0, &guard), AOTI_TORCH_SUCCESS) << aotirt_last_error();
+  Case warm = LinearCase(DType::kBFloat16, 8, 64, 64, 25);  // gives this thread a handle before capture
+  DeviceCase dw;
+  dw.Upload(warm);
+  ASSERT_EQ(CallShim(warm, dw), AOTI_TORCH_SUCCESS) << aotirt_last_error();
+  Case c = LinearCase(DType::kFloat32, 24, 456, 712, 26);
+  DeviceCase d;
+  d.Upload(c);
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  aotirt::gemm::ResetStats();
+  cudaGraph_t graph;
+  ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  const AOTITorchError e = CallShim(c, d);
+  ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
+  ASSERT_EQ(e, AOTI_TORCH_SUCCESS) << aotirt_last_error();
+  EXPECT_EQ(aotirt::gemm::Stats().tuned, 0);
+  cudaGraphExec_t exec;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  EXPECT_EQ(CompareOut(c, d.out.Download(c.out.storage.size())), "") << "graph";
+  ASSERT_EQ(CallShim(c, d), AOTI_TORCH_SUCCESS) << aotirt_last_error();
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  EXPECT_EQ(CompareOut(c, d.out.Download(c.out.storage.size())), "") << "eager after capture";
+  EXPECT_LE(aotirt::gemm::Stats().tuned, 1);
+  ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  EXPECT_EQ(CompareOut(c, d.out.Download(c.out.storage.size())), "") << "graph after tuning";
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  aoti_torch_delete_cuda_stream_guard(guard);
+  cudaStreamDestroy(stream);
 }
 
 }  // namespace
