@@ -39,11 +39,29 @@ PAYLOAD_FORMAT = "aotirt-delegate-v1"
 EXTERNAL_DATA_TAG = "aotirt_cuda_blob"  # the .ptd file name (without suffix) holding the weights
 EXECUTORCH_REQUIREMENT = "executorch==1.5.1"  # the release built against torch 2.13 (tools/requirements.txt)
 
+
+def _point_executorch_at_its_flatc() -> None:
+    """ExecuTorch before 1.5 (1.2.0, the release for torch 2.11) runs `flatc` from PATH or $FLATC_EXECUTABLE to
+    write and read a .pte, although its wheel ships the binary as executorch/data/bin/flatc (on PATH only as the
+    console script of an activated venv, not after `pip install --target`). Point $FLATC_EXECUTABLE at the shipped
+    binary when it is unset; 1.5 finds that binary itself and reads the variable only as a fallback."""
+    if os.environ.get("FLATC_EXECUTABLE"):
+        return
+    import importlib.util
+    spec = importlib.util.find_spec("executorch.data.bin")
+    for d in (spec.submodule_search_locations or []) if spec else []:
+        flatc = os.path.join(d, "flatc")
+        if os.path.isfile(flatc) and os.access(flatc, os.X_OK):
+            os.environ["FLATC_EXECUTABLE"] = flatc
+            return
+
+
 try:
     from executorch.exir.backend.compile_spec_schema import CompileSpec  # noqa: F401 (re-exported)
     from executorch.exir.backend.backend_details import BackendDetails, PreprocessResult
     HAVE_EXECUTORCH = True
     EXECUTORCH_IMPORT_ERROR = ""
+    _point_executorch_at_its_flatc()
 except Exception as e:  # ImportError, or an executorch built for another torch failing at import
     HAVE_EXECUTORCH = False
     EXECUTORCH_IMPORT_ERROR = f"{type(e).__name__}: {e}"
@@ -61,7 +79,8 @@ except Exception as e:  # ImportError, or an executorch built for another torch 
 def _require_executorch(what: str) -> None:
     if not HAVE_EXECUTORCH:
         raise ExecuTorchError(f"{what} needs ExecuTorch, which is not importable ({EXECUTORCH_IMPORT_ERROR}); "
-                              f"install `{EXECUTORCH_REQUIREMENT}` next to torch 2.13 (tools/setup.sh does)")
+                              f"install `{EXECUTORCH_REQUIREMENT}` next to torch 2.13 (tools/setup.sh does), or "
+                              f"`executorch==1.2.0` next to torch 2.11")
 
 
 def parse_compile_specs(compile_specs: Sequence[Any]) -> tuple:

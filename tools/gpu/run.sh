@@ -31,9 +31,22 @@ if [[ -n "$WHEEL" && "${AOTIRT_USE_BUNDLE_PY:-0}" != 1 ]]; then
     WHEEL_NOTE="python package: wheel install FAILED ($(tail -1 "$SITE.log")); using the bundle"
   fi
 fi
+# Extra Python packages carried as wheels in .whl/ (ExecuTorch 1.2.0, the release for the machine's torch 2.11, and
+# what it needs: tools/gpu/fetch_wheels.sh), installed per run into their own folder.
+if compgen -G "$ROOT/.whl/*.whl" > /dev/null; then
+  EXTRA="/tmp/aotirt_extra_site.$$"
+  if $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$EXTRA" "$ROOT"/.whl/*.whl \
+      > "$EXTRA.log" 2>&1; then
+    export PYTHONPATH="${PYTHONPATH}:$EXTRA"
+    EXTRA_NOTE="extra wheels: $(ls "$ROOT"/.whl/*.whl | wc -l) installed from .whl/"
+  else
+    EXTRA_NOTE="extra wheels: install FAILED ($(tail -1 "$EXTRA.log"))"
+  fi
+fi
 SUITES=("$@"); [[ ${#SUITES[@]} -eq 0 ]] && SUITES=(all)
 summary="$OUT/summary.txt"; : > "$summary"
 [[ -n "${WHEEL_NOTE:-}" ]] && echo "$WHEEL_NOTE" | tee -a "$summary"
+[[ -n "${EXTRA_NOTE:-}" ]] && echo "$EXTRA_NOTE" | tee -a "$summary"
 echo "commit $(cat "$B/COMMIT" 2>/dev/null) on $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null)" | tee -a "$summary"
 
 run_cc_tests() {
