@@ -101,6 +101,29 @@ class Payload:
     so: bytes
     weights: bytes | None
     metadata: dict  # the AOTInductor package metadata (AOTI_DEVICE_KEY, aotirt_*), str -> str
+    # Read back from a .pte (read_payloads): for each delegate input, the position of the method input it receives
+    # (None: not a method input, e.g. the output of another partition); for each method output, the delegate output
+    # it is (None: not produced by this delegate). A partition's inputs need not be in the method's order.
+    input_order: list | None = None
+    output_order: list | None = None
+
+
+def _delegate_io_order(plan: Any, delegate_index: int, n_inputs: int) -> tuple:
+    """(input_order, output_order) of plan.delegates[delegate_index] (see Payload) from the plan's DelegateCall
+    instruction, whose args are the delegate's input value indices followed by its output value indices."""
+    for chain in plan.chains:
+        for ins in chain.instructions:
+            call = ins.instr_args
+            if getattr(call, "delegate_index", None) != delegate_index or not hasattr(call, "args"):
+                continue
+            args = list(call.args)
+            method_inputs, method_outputs = list(plan.inputs), list(plan.outputs)
+            ins_order = [method_inputs.index(a) if a in method_inputs else None for a in args[:n_inputs]]
+            outs = args[n_inputs:]
+            out_order = [outs.index(v) if v in outs else None for v in method_outputs]
+            return ins_order, out_order
+    raise ExecuTorchError(f"execution plan {getattr(plan, 'name', '?')!r} has no DelegateCall for delegate "
+                          f"{delegate_index}")
 
 
 def _named_key(data: bytes, suffix: str) -> str:
@@ -247,7 +270,7 @@ def read_payloads(pte_path: str, ptd_paths: Sequence[str] | None = None) -> List
     program = pte.program
     payloads = []
     for plan in program.execution_plan:
-        for delegate in plan.delegates:
+        for delegate_index, delegate in enumerate(plan.delegates):
             if delegate.id != BACKEND_ID:
                 continue
             header = json.loads(bytes(program.backend_delegate_data[delegate.processed.index].data))
@@ -258,9 +281,11 @@ def read_payloads(pte_path: str, ptd_paths: Sequence[str] | None = None) -> List
             if missing:
                 raise ExecuTorchError(f"{pte_path}: named data {missing} not found; pass the .ptd written by "
                                       f"to_executorch().write_tensor_data_to_file() ({EXTERNAL_DATA_TAG}.ptd)")
+            n_inputs = len(json.loads(header["metadata"].get("aotirt_inputs", "[]")))
+            input_order, output_order = _delegate_io_order(plan, delegate_index, n_inputs)
             payloads.append(Payload(header["method_name"], named[header["so_key"]],
                                     named.get(header["weights_key"]) if header["weights_key"] else None,
-                                    header["metadata"]))
+                                    header["metadata"], input_order, output_order))
     if not payloads:
         ids = sorted({d.id for p in program.execution_plan for d in p.delegates})
         raise ExecuTorchError(f"{pte_path} has no {BACKEND_ID} delegate (delegates: {ids or 'none'}); lower with "
@@ -284,7 +309,47 @@ def write_package(payload: Payload, pt2_path: str, model_name: str = "model") ->
 def extract_package(pte_path: str, pt2_path: str, *, ptd_paths: Sequence[str] | None = None,
                     method_name: str | None = None) -> str:
     """Writes the aotirt delegate of `method_name` (or the only one) from a .pte (+ .ptd) as a .pt2 that
-    aotirt.load() runs. Returns the .pt2 path."""
+    aotirt.load() runs, taking the delegate's inputs in the delegate's order (load_pte takes the method's).
+    Returns the .pt2 path."""
+    return write_package(_one_payload(pte_path, ptd_paths, method_name), pt2_path)
+
+
+class PteMethod:
+    """A .pte method whose whole graph is one aotirt delegate, run on the aotirt runtime: called with the method's
+    inputs in the method's order, it returns the method's outputs in the method's order (the delegate's own order
+    may differ: read from the program's DelegateCall)."""
+
+    def __init__(self, payload: Payload, runner: Any):
+        self.payload, self.runner = payload, runner
+        if payload.input_order is None or any(i is None for i in payload.input_order):
+            raise ExecuTorchError(f"method {payload.method_name!r}: the aotirt delegate takes inputs that are not "
+                                  f"method inputs ({payload.input_order}); the graph was split into several "
+                                  f"partitions, which load_pte cannot run alone")
+        if payload.output_order is None or any(i is None for i in payload.output_order):
+            raise ExecuTorchError(f"method {payload.method_name!r}: some method outputs do not come from the aotirt "
+                                  f"delegate ({payload.output_order}); the graph was split into several partitions")
+
+    def __call__(self, *inputs: Any) -> tuple:
+        n = max(self.payload.input_order, default=-1) + 1
+        if len(inputs) != n:
+            raise ExecuTorchError(f"method {self.payload.method_name!r} takes {n} inputs, got {len(inputs)}")
+        outs = self.runner(*[inputs[i] for i in self.payload.input_order])
+        outs = outs if isinstance(outs, (tuple, list)) else (outs,)
+        return tuple(outs[j] for j in self.payload.output_order)
+
+
+def load_pte(pte_path: str, *, ptd_paths: Sequence[str] | None = None, method_name: str | None = None,
+             device: int = 0, workdir: str | None = None) -> PteMethod:
+    """Loads the aotirt delegate of a .pte (+ .ptd) on the aotirt runtime (no ExecuTorch runtime involved): the
+    test door that checks a .pte end to end. The .pt2 is written into `workdir` (default: next to the .pte)."""
+    import aotirt
+    payload = _one_payload(pte_path, ptd_paths, method_name)
+    stem = os.path.splitext(os.path.basename(pte_path))[0]
+    pt2 = os.path.join(workdir or os.path.dirname(os.path.abspath(pte_path)), f"{stem}.{payload.method_name}.pt2")
+    return PteMethod(payload, aotirt.load(write_package(payload, pt2), device=device))
+
+
+def _one_payload(pte_path: str, ptd_paths: Sequence[str] | None, method_name: str | None) -> Payload:
     payloads = read_payloads(pte_path, ptd_paths)
     if method_name is not None:
         payloads = [p for p in payloads if p.method_name == method_name]
@@ -293,4 +358,4 @@ def extract_package(pte_path: str, pt2_path: str, *, ptd_paths: Sequence[str] | 
         raise ExecuTorchError(f"{pte_path}: {len(payloads)} aotirt delegates match method_name={method_name!r} "
                               f"(delegates: {names}); pass method_name= one of them (a graph split into several "
                               f"partitions cannot be run as one .pt2)")
-    return write_package(payloads[0], pt2_path)
+    return payloads[0]

@@ -132,14 +132,14 @@ PlanEntry* EntryFor(const char* fn, ThreadState& ts, const CublasLt& lt, cublasL
 // Times the entry's candidates (tune.h) into a scratch D with C's layout: out is never written twice, and an
 // accumulating call (C = D = out holding beta * self) is not disturbed. The first call of a problem synchronizes.
 void Tune(const char* fn, PlanEntry& e, const GemmPlan& plan, const CublasLt& lt, cublasLtHandle_t handle,
-          int32_t dev, void* stream, bool cacheable, Scratch& scratch, const void* alpha, const void* beta,
-          const void* pa, const void* pb) {
+          void* stream, Scratch& scratch, const void* alpha, const void* beta, const void* pa, const void* pb) {
   const MatLayout& c = plan.lt_c;
   const int64_t extent = (plan.batch - 1) * c.batch_stride + (c.cols - 1) * c.ld + c.rows;
   const int64_t bytes = extent * ElementSize(plan.cd_type);
   void* d = scratch.Get(fn, bytes);
   gpu::MemsetZeroAsync(fn, d, bytes, stream);
   const size_t ws_bytes = MaxCandidateWorkspace(e);
+  // Timing runs on a private stream: its workspace is scratch (the caller stream's cached one stays that stream's).
   TuneArgs t;
   t.lt = &lt;
   t.handle = handle;
@@ -149,11 +149,7 @@ void Tune(const char* fn, PlanEntry& e, const GemmPlan& plan, const CublasLt& lt
   t.b = pb;
   t.d = d;
   t.workspace_bytes = ws_bytes;
-  if (ws_bytes > 0) {
-    // The cached workspace has the full bound, which every candidate's workspaceSize respects.
-    t.workspace = cacheable ? StreamWorkspace(fn, dev, stream) : scratch.Get(fn, static_cast<int64_t>(ws_bytes));
-    if (cacheable) t.workspace_bytes = static_cast<size_t>(LtWorkspaceBytes(dev));
-  }
+  if (ws_bytes > 0) t.workspace = scratch.Get(fn, static_cast<int64_t>(ws_bytes));
   t.stream = stream;
   TuneEntry(e, t);
 }
@@ -248,7 +244,7 @@ void Run(const char* fn, GemmPlan& plan, PlanEntry*& entry, Tensor* out, const T
   const void* beta = int_scale ? static_cast<const void*>(&beta_i) : &beta_f;
   if (!e.tuned && !capturing) {
     if (TuningEnabled()) {
-      Tune(fn, e, plan, lt, handle, dev, stream, cacheable, scratch, alpha, beta, pa, pb);
+      Tune(fn, e, plan, lt, handle, stream, scratch, alpha, beta, pa, pb);
     } else {
       e.tuned = true;
       e.candidates.clear();

@@ -24,45 +24,78 @@ bool EnvTuning() {
   return !(s == "0" || s == "off" || s == "OFF" || s == "false" || s == "FALSE" || s == "no" || s == "NO");
 }
 
-// Timed GPU work per candidate and round (the repetitions are sized from the first candidate's time).
-constexpr float kTargetUsPerRound = 150.0f;
-constexpr int kMinReps = 2, kMaxReps = 20, kRounds = 2;
+// GPU time per captured graph of one candidate (the repetitions are sized from the heuristic's first).
+constexpr float kTargetUsPerGraph = 200.0f;
+constexpr int kMinReps = 3, kMaxReps = 50, kRounds = 3;
 
-class EventPair {
+// Candidates are timed as CUDA graphs of `reps` back-to-back calls on a private stream: launched one by one, a few-us
+// GEMM is bound by cublasLtMatmul's own host cost (several us per call), which would make every candidate look the
+// same; a graph replays them at GPU speed, as Inductor-generated code under CUDA graphs (or a deep queue) runs them.
+class Timer {
  public:
-  EventPair() {
-    ok_ = cudaEventCreate(&start_) == cudaSuccess && cudaEventCreate(&stop_) == cudaSuccess;
+  Timer() {
+    ok_ = cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking) == cudaSuccess &&
+          cudaEventCreate(&start_) == cudaSuccess && cudaEventCreate(&stop_) == cudaSuccess;
     if (!ok_) (void)cudaGetLastError();
   }
-  ~EventPair() {
+  ~Timer() {
+    if (stream_ != nullptr) {
+      (void)cudaStreamSynchronize(stream_);
+      (void)cudaStreamDestroy(stream_);
+    }
     if (start_ != nullptr) (void)cudaEventDestroy(start_);
     if (stop_ != nullptr) (void)cudaEventDestroy(stop_);
+    (void)cudaGetLastError();
   }
-  EventPair(const EventPair&) = delete;
-  EventPair& operator=(const EventPair&) = delete;
+  Timer(const Timer&) = delete;
+  Timer& operator=(const Timer&) = delete;
   bool ok() const { return ok_; }
-  // Microseconds between start and stop around `work`, or a negative value on any CUDA error.
+  cudaStream_t stream() const { return stream_; }
+
+  // A graph of `reps` calls of `launch` captured on the private stream (thread-local capture mode: other threads'
+  // CUDA calls are not affected), or null when a call fails or capture is refused.
   template <typename F>
-  float Time(cudaStream_t stream, F&& work) {
-    if (cudaEventRecord(start_, stream) != cudaSuccess) return Fail();
-    if (!work()) {
-      (void)cudaEventRecord(stop_, stream);
-      (void)cudaEventSynchronize(stop_);
-      return -1.0f;
-    }
-    if (cudaEventRecord(stop_, stream) != cudaSuccess || cudaEventSynchronize(stop_) != cudaSuccess) return Fail();
+  cudaGraphExec_t Capture(int reps, F&& launch) {
+    if (cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal) != cudaSuccess) return Fail(nullptr);
+    bool ok = true;
+    for (int r = 0; r < reps && ok; ++r) ok = launch(stream_);
+    cudaGraph_t graph = nullptr;
+    const cudaError_t end = cudaStreamEndCapture(stream_, &graph);
+    cudaGraphExec_t exec = nullptr;
+    if (ok && end == cudaSuccess && graph != nullptr &&
+        cudaGraphInstantiateWithFlags(&exec, graph, 0) != cudaSuccess)
+      exec = nullptr;
+    if (graph != nullptr) (void)cudaGraphDestroy(graph);
+    (void)cudaGetLastError();
+    return exec;
+  }
+
+  // Microseconds of one replay of `exec`, or a negative value on a CUDA error.
+  float Time(cudaGraphExec_t exec) {
+    if (cudaEventRecord(start_, stream_) != cudaSuccess || cudaGraphLaunch(exec, stream_) != cudaSuccess ||
+        cudaEventRecord(stop_, stream_) != cudaSuccess || cudaEventSynchronize(stop_) != cudaSuccess)
+      return Fail(-1.0f);
     float ms = 0.0f;
-    if (cudaEventElapsedTime(&ms, start_, stop_) != cudaSuccess) return Fail();
+    if (cudaEventElapsedTime(&ms, start_, stop_) != cudaSuccess) return Fail(-1.0f);
     return ms * 1000.0f;
   }
 
  private:
-  float Fail() {
+  template <typename T>
+  T Fail(T v) {
     (void)cudaGetLastError();
-    return -2.0f;
+    return v;
   }
+  cudaStream_t stream_ = nullptr;
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
   bool ok_ = false;
+};
+
+struct GraphExec {
+  cudaGraphExec_t exec = nullptr;
+  ~GraphExec() {
+    if (exec != nullptr) (void)cudaGraphExecDestroy(exec);
+  }
 };
 
 }  // namespace
@@ -92,46 +125,53 @@ int TuneEntry(PlanEntry& e, const TuneArgs& t) {
   e.candidates.shrink_to_fit();
   e.tuned = true;
   if (cands.size() < 2) return 0;
-  const cudaStream_t stream = static_cast<cudaStream_t>(t.stream);
-  auto launch = [&](const cublasLtMatmulHeuristicResult_t& c) {
-    if (c.workspaceSize > t.workspace_bytes) return false;
-    return t.lt->cublasLtMatmul(t.handle, e.desc.get(), t.alpha, t.a, e.a.get(), t.b, e.b.get(), t.beta, t.d,
-                                e.c.get(), t.d, e.c.get(), &c.algo, t.workspace, c.workspaceSize,
-                                stream) == CUBLAS_STATUS_SUCCESS;
-  };
-  EventPair ev;
-  if (!ev.ok()) return 0;
-  // Warm-up (first launch of a kernel loads its module) and the per-call time that sizes the repetitions.
-  std::vector<bool> alive(cands.size(), true);
-  for (size_t i = 0; i < cands.size(); ++i) {
-    const float us = ev.Time(stream, [&] { return launch(cands[i]); });
-    if (us <= -2.0f) return 0;  // CUDA event failure: keep the heuristic's first
-    alive[i] = us >= 0.0f;
+  // The operands were staged and the scratch zeroed on the caller's stream: let that finish, then time on a private
+  // stream (the caller's stream stays free of timing work and its ordering is kept by the synchronizations).
+  if (cudaStreamSynchronize(static_cast<cudaStream_t>(t.stream)) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
   }
-  if (!alive[0]) return 0;  // the heuristic's own first does not run here: leave the error to the real call
-  const float single = ev.Time(stream, [&] { return launch(cands[0]); });
-  if (single < 0.0f) return 0;
-  const int reps = std::max(kMinReps, std::min(kMaxReps, static_cast<int>(kTargetUsPerRound / std::max(single, 1.0f))));
+  Timer timer;
+  if (!timer.ok()) return 0;
+  auto launcher = [&](const cublasLtMatmulHeuristicResult_t& c) {
+    return [&t, &e, &c](cudaStream_t s) {
+      if (c.workspaceSize > t.workspace_bytes) return false;
+      return t.lt->cublasLtMatmul(t.handle, e.desc.get(), t.alpha, t.a, e.a.get(), t.b, e.b.get(), t.beta, t.d,
+                                  e.c.get(), t.d, e.c.get(), &c.algo, t.workspace, c.workspaceSize,
+                                  s) == CUBLAS_STATUS_SUCCESS;
+    };
+  };
+  // Size the repetitions from one graph of kMinReps calls of the heuristic's first (warmed up once).
+  int reps = kMinReps;
+  {
+    GraphExec g;
+    g.exec = timer.Capture(kMinReps, launcher(cands[0]));
+    if (g.exec == nullptr) return 0;  // the heuristic's first does not capture here: leave it to the real call
+    if (timer.Time(g.exec) < 0.0f) return 0;
+    const float us = timer.Time(g.exec);
+    if (us < 0.0f) return 0;
+    reps = std::max(kMinReps, std::min(kMaxReps, static_cast<int>(kTargetUsPerGraph * kMinReps / std::max(us, 1.0f))));
+  }
+  std::vector<GraphExec> graphs(cands.size());
+  for (size_t i = 0; i < cands.size(); ++i) {
+    graphs[i].exec = timer.Capture(reps, launcher(cands[i]));
+    if (graphs[i].exec != nullptr && timer.Time(graphs[i].exec) < 0.0f) {  // warm-up (module loads)
+      (void)cudaGraphExecDestroy(graphs[i].exec);
+      graphs[i].exec = nullptr;
+    }
+  }
+  if (graphs[0].exec == nullptr) return 0;
   std::vector<float> best(cands.size(), std::numeric_limits<float>::infinity());
-  for (int round = 0; round < kRounds; ++round) {
+  for (int round = 0; round < kRounds; ++round) {  // interleaved: clock and thermal drift hit every candidate alike
     for (size_t i = 0; i < cands.size(); ++i) {
-      if (!alive[i]) continue;
-      const float us = ev.Time(stream, [&] {
-        for (int r = 0; r < reps; ++r)
-          if (!launch(cands[i])) return false;
-        return true;
-      });
-      if (us <= -2.0f) return 0;
-      if (us < 0.0f) {
-        alive[i] = false;
-        continue;
-      }
-      best[i] = std::min(best[i], us / static_cast<float>(reps));
+      if (graphs[i].exec == nullptr) continue;
+      const float us = timer.Time(graphs[i].exec);
+      if (us >= 0.0f) best[i] = std::min(best[i], us / static_cast<float>(reps));
     }
   }
   size_t pick = 0;
   for (size_t i = 1; i < cands.size(); ++i)
-    if (alive[i] && best[i] < best[pick]) pick = i;
+    if (best[i] < best[pick]) pick = i;
   if (pick != 0 && !(best[pick] <= kTuneMargin * best[0])) pick = 0;
   e.algo = cands[pick].algo;
   e.workspace = cands[pick].workspaceSize;

@@ -29,15 +29,16 @@ struct TuneArgs {
   const void* a = nullptr;
   const void* b = nullptr;
   void* d = nullptr;          // scratch with C's layout (never the caller's out: beta may read it)
-  void* workspace = nullptr;  // at least the largest candidate's workspaceSize bytes
+  void* workspace = nullptr;  // at least the largest candidate's workspaceSize bytes, ready after stream sync
   size_t workspace_bytes = 0;
-  void* stream = nullptr;
+  void* stream = nullptr;     // the caller's stream (synchronized; the timing runs on a private one)
 };
 
-// Times e's candidates (each warmed up, then two interleaved rounds of timed repetitions, best of the two) and sets
-// e.algo / e.workspace to the fastest within kTuneMargin of the heuristic's first. Synchronizes the stream. Never
-// throws for a candidate that fails (it is dropped) or for CUDA event errors (tuning is then abandoned and the
-// heuristic's first stays). Marks e tuned and frees the candidate list. Returns the chosen candidate's index.
+// Times e's candidates as CUDA graphs of back-to-back calls on a private stream (each warmed up, then three
+// interleaved rounds, best of three) and sets e.algo / e.workspace to the fastest, if it beats the heuristic's first
+// by kTuneMargin. Synchronizes the caller's stream first (the operands it staged must be ready). Never throws: a
+// candidate that fails or cannot be captured is dropped; a CUDA error abandons tuning (the heuristic's first stays).
+// Marks e tuned and frees the candidate list. Returns the chosen candidate's index.
 int TuneEntry(PlanEntry& e, const TuneArgs& args);
 
 // The largest workspace any of e's candidates needs.

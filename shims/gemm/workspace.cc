@@ -98,7 +98,9 @@ struct WorkspaceSlot {
   int32_t device = -1;
   void* stream = nullptr;
   void* ptr = nullptr;
+  uint64_t generation = 0;  // g_ws_generation when cached; ReleaseStreamWorkspaces bumps it
 };
+std::atomic<uint64_t> g_ws_generation{1};
 std::mutex g_ws_mu;
 std::map<std::pair<int32_t, void*>, void*>& Workspaces() {
   static auto* m = new std::map<std::pair<int32_t, void*>, void*>();  // leaked: never freed (see above)
@@ -111,8 +113,9 @@ thread_local int t_ws_next = 0;
 }  // namespace
 
 void* StreamWorkspace(const char* fn, int32_t device, void* stream) {
+  const uint64_t gen = g_ws_generation.load(std::memory_order_acquire);
   for (const WorkspaceSlot& s : t_ws)
-    if (s.ptr != nullptr && s.device == device && s.stream == stream) return s.ptr;
+    if (s.ptr != nullptr && s.device == device && s.stream == stream && s.generation == gen) return s.ptr;
   void* ptr = nullptr;
   {
     std::lock_guard<std::mutex> lock(g_ws_mu);
@@ -132,9 +135,27 @@ void* StreamWorkspace(const char* fn, int32_t device, void* stream) {
       m.emplace(std::make_pair(device, stream), ptr);
     }
   }
-  t_ws[t_ws_next] = WorkspaceSlot{device, stream, ptr};
+  t_ws[t_ws_next] = WorkspaceSlot{device, stream, ptr, gen};
   t_ws_next = (t_ws_next + 1) % kThreadWorkspaceSlots;
   return ptr;
+}
+
+int ReleaseStreamWorkspaces() {
+  std::lock_guard<std::mutex> lock(g_ws_mu);
+  auto& m = Workspaces();
+  int n = 0, original = -1;
+  if (cudaGetDevice(&original) != cudaSuccess) original = -1;
+  for (const auto& kv : m) {
+    // Errors are ignored (a context already torn down at exit): the buffers are dropped either way.
+    if (cudaSetDevice(kv.first.first) == cudaSuccess) (void)cudaDeviceSynchronize();  // nothing may still use it
+    (void)cudaFree(kv.second);
+    ++n;
+  }
+  if (original >= 0) (void)cudaSetDevice(original);
+  (void)cudaGetLastError();
+  m.clear();
+  g_ws_generation.fetch_add(1, std::memory_order_acq_rel);  // every thread's cached slot is stale now
+  return n;
 }
 
 Scratch::~Scratch() {

@@ -15,6 +15,11 @@ uint64_t LtWorkspaceBytes(int32_t device);
 // Only for streams that are not capturing a CUDA graph and are not cudaStreamPerThread (see workspace.cc).
 void* StreamWorkspace(const char* fn, int32_t device, void* stream);
 
+// Frees every cached stream workspace after synchronizing their devices; returns how many. For process teardown
+// and leak checkers (compute-sanitizer --leak-check): no thread may be inside a GEMM shim meanwhile. Later calls
+// allocate new ones.
+int ReleaseStreamWorkspaces();
+
 // Stream-ordered scratch, freed on the same stream when the call returns (after the kernels that use it).
 class Scratch {
  public:

@@ -213,3 +213,48 @@ except ax.ExecuTorchError as e:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert res.returncode == 0 and "ok" in res.stdout, res.stdout + res.stderr
+
+
+# ---- a partition's input/output order vs the method's (read from the program's DelegateCall) -----------------------
+def _plan(inputs, outputs, delegate_args, delegate_index=0):
+    from types import SimpleNamespace as NS
+    call = NS(delegate_index=delegate_index, args=delegate_args)
+    other = NS(op_index=0, args=[0, 1])  # a KernelCall: no delegate_index
+    return NS(name="forward", inputs=inputs, outputs=outputs,
+              chains=[NS(instructions=[NS(instr_args=other), NS(instr_args=call)])])
+
+
+def test_delegate_io_order_maps_method_positions():
+    from aotirt import executorch as ax
+    # method inputs are values 0, 1, 2; the delegate takes (1, 2, 0) and returns values (9, 8); method outputs (8, 9)
+    ins, outs = ax._delegate_io_order(_plan([0, 1, 2], [8, 9], [1, 2, 0, 9, 8]), 0, 3)
+    assert ins == [1, 2, 0]
+    assert outs == [1, 0]
+
+
+def test_delegate_io_order_marks_values_from_elsewhere_and_missing_calls():
+    from aotirt import executorch as ax
+    ins, outs = ax._delegate_io_order(_plan([0, 1], [7], [5, 1, 6]), 0, 2)
+    assert ins == [None, 1] and outs == [None]
+    with pytest.raises(ax.ExecuTorchError, match="no DelegateCall for delegate 3"):
+        ax._delegate_io_order(_plan([0], [1], [0, 1]), 3, 1)
+
+
+def test_pte_method_reorders_and_refuses_split_graphs():
+    from aotirt import executorch as ax
+    seen = []
+
+    def runner(*xs):
+        seen.append(xs)
+        return ("d0", "d1")
+
+    p = ax.Payload("forward", b"", None, {}, input_order=[1, 2, 0], output_order=[1, 0])
+    m = ax.PteMethod(p, runner)
+    assert m("x", "y", "z") == ("d1", "d0")
+    assert seen == [("y", "z", "x")]
+    with pytest.raises(ax.ExecuTorchError, match="takes 3 inputs, got 2"):
+        m("x", "y")
+    with pytest.raises(ax.ExecuTorchError, match="not method inputs"):
+        ax.PteMethod(ax.Payload("forward", b"", None, {}, input_order=[None, 0], output_order=[0]), runner)
+    with pytest.raises(ax.ExecuTorchError, match="do not come from the aotirt delegate"):
+        ax.PteMethod(ax.Payload("forward", b"", None, {}, input_order=[0], output_order=[None]), runner)

@@ -15,6 +15,12 @@ except Exception as e:  # torch missing or broken
 
 requires_gpu = pytest.mark.skipif(not HAVE_CUDA, reason=f"gpu test skipped: {WHY}")
 
+# Under pytest-xdist each worker gets its own Inductor cache: AOTInductor's cubin objects in a shared one race.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = (os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+                                             or os.path.join(tempfile.gettempdir(), "aotirt_inductor_cache")) \
+        + "_" + os.environ["PYTEST_XDIST_WORKER"]
+
 _CACHE = {}
 _DIR = tempfile.mkdtemp(prefix="aotirt_gpu_tests_")
 

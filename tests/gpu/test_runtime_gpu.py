@@ -178,18 +178,27 @@ def test_four_threads_each_on_its_own_stream():
 
 
 @requires_gpu
-def test_missing_shim_is_named_at_load():
+def test_missing_shim_is_refused_at_lowering_and_named_at_load(tmp_path):
     import aotirt
     from aotirt import errors as aerrors
+    from aotirt import specs
 
     class Inverse(nn.Module):
         def forward(self, x):
             return torch.linalg.inv(x) * 2
 
     x = torch.randn(4, 8, 8, device="cuda") + 4 * torch.eye(8, device="cuda")
-    # Inductor has no lowering for a matrix inverse: the wrapper calls an ATen fallback shim we do not have.
-    # (A stable sort lowers to Triton, and a convolution without autotuning fails in Inductor itself.)
-    _, path = compiled("inverse", lambda: Inverse().cuda().eval(), (x,))
+    model = Inverse().cuda().eval()
+    # Inductor has no lowering for a matrix inverse: the wrapper would call ATen fallback shims nobody provides.
+    # aotirt's lowering refuses it, naming them ...
+    with pytest.raises(aerrors.UnsupportedShimError, match=r"aoti_torch_\w+") as refused:
+        aotirt.compile(model, (x,), str(tmp_path / "refused.pt2"))
+    assert "does not export" in str(refused.value)
+    # ... and a package built without aotirt's rules (plain AOTInductor, same options) fails at load with the name.
+    opts = {k: v for k, v in specs.inductor_options(specs.CompileOptions()).items()}
+    ep = torch.export.export(model, (x,))
+    path = torch._inductor.aoti_compile_and_package(ep, package_path=str(tmp_path / "plain.pt2"),
+                                                    inductor_configs=opts)
     with pytest.raises(aerrors.Error) as info:
         aotirt.load(path)
     msg = str(info.value)
