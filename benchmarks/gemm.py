@@ -11,7 +11,8 @@ The shims' first call of a problem (the warm-up, outside capture) times cuBLASLt
 the fastest (shims/gemm/tune.h; AOTIRT_GEMM_TUNE=0 keeps the heuristic's first, which is torch's algorithm). For the
 rows where the shim is more than 3% slower, the kernels each side launches are recorded (torch.profiler).
 Host time per repeated call: the C++ benchmark gemm_host_bench (AOTIRT_GEMM_HOST_BENCH, built by
-tools/gpu/bundle.sh) calls the shim and, as its floor, the same cublasLtMatmul directly; without it, through ctypes
+tools/gpu/bundle.sh) calls the shim (repeated arguments are replayed from a one-call CUDA graph, shims/gemm/replay.h;
+also timed with that off) and the same cublasLtMatmul directly; without it, through ctypes
 minus a ctypes call of the same signature into a no-op. torch.addmm(out=...) under no_grad is timed through its
 Python binding (an upper bound of its C++ host time). Writes DIR/gemm.json (default benchmarks/results; a path ending in .json is taken as the file):
 rows (op, dtype, M, N, K, batch, shim_us, torch_us) and a summary (median_ratio, worst_ratio, host_us_per_call,
@@ -290,6 +291,7 @@ def main():
                    host_method="C++ gemm_host_bench" if cc_first else "ctypes minus a no-op ctypes call",
                    host_us_per_call_ctypes_method=round(host_us, 3),
                    host_us_per_call_incl_ctypes=round(host_with_ctypes, 3),
+                   host_us_per_call_without_graph_replay=cc_first.get("shim_without_graph_replay_us"),
                    host_cublaslt_floor_us=cc_first.get("cublaslt_us"), host_cc_bench=cc_host,
                    slow_rows_kernels=slow_kernels,
                    torch_host_us_per_call=round(torch_host_us, 3),
@@ -315,7 +317,9 @@ def main():
         print(f"| median ratio, {op} | {v} | |")
     print(f"| shim host us/call ({summary['host_method']}) | {summary['host_us_per_call']:.2f} | <= 3 |")
     if cc_first:
-        print(f"| the same cublasLtMatmul called directly (floor) | {cc_first['cublaslt_us']:.2f} | |")
+        print(f"| shim host us/call with AOTIRT_GEMM_GRAPHS=0 (cublasLtMatmul every call) | "
+              f"{cc_first['shim_without_graph_replay_us']:.2f} | |")
+        print(f"| the same cublasLtMatmul called directly | {cc_first['cublaslt_us']:.2f} | |")
         print(f"| one cudaMemsetAsync enqueue | {cc_first['memset_enqueue_us']:.2f} | |")
     print(f"| shim host us/call (ctypes minus a no-op ctypes call) | {host_us:.2f} | |")
     print(f"| shim host us/call incl. ctypes | {host_with_ctypes:.2f} | |")

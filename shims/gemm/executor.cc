@@ -3,6 +3,7 @@
 #include "shims/gemm/executor.h"
 
 #include <atomic>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -15,6 +16,7 @@
 #include "shims/gemm/cache_key.h"
 #include "shims/gemm/cublaslt_loader.h"
 #include "shims/gemm/lt_plan.h"
+#include "shims/gemm/replay.h"
 #include "shims/gemm/stats.h"
 #include "shims/gemm/tune.h"
 #include "shims/gemm/workspace.h"
@@ -43,11 +45,25 @@ struct ThreadState {
   std::vector<cublasLtHandle_t> handles;
   std::unordered_map<Key, std::unique_ptr<PlanEntry>, BytesHash<Key>> cache;
   std::unordered_map<CallKey, CallEntry, BytesHash<CallKey>> calls;
+  std::vector<cudaStream_t> capture_streams;  // per device: where replay graphs are captured (never run)
+  int64_t graph_budget = 1024;                // replay graphs this thread may still create
   ~ThreadState() {
     calls.clear();
-    cache.clear();
+    cache.clear();  // destroys the replay graphs
+    for (cudaStream_t s : capture_streams)
+      if (s != nullptr) (void)cudaStreamDestroy(s);
     for (cublasLtHandle_t h : handles)
       if (h != nullptr) (void)lt->cublasLtDestroy(h);
+    (void)cudaGetLastError();
+  }
+  cudaStream_t CaptureStream(int32_t device) {
+    if (static_cast<size_t>(device) >= capture_streams.size()) capture_streams.resize(device + 1, nullptr);
+    cudaStream_t& s = capture_streams[device];
+    if (s == nullptr && cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess) {
+      (void)cudaGetLastError();
+      s = nullptr;
+    }
+    return s;
   }
 };
 thread_local ThreadState t_state;
@@ -254,11 +270,33 @@ void Run(const char* fn, GemmPlan& plan, PlanEntry*& entry, Tensor* out, const T
   if (e.workspace > 0)
     ws = cacheable ? StreamWorkspace(fn, dev, stream) : scratch.Get(fn, static_cast<int64_t>(e.workspace));
   void* pd = d->data_ptr();
-  ThrowIf(fn, LtStatus(lt,
-                       lt.cublasLtMatmul(handle, e.desc.get(), alpha, pa, e.a.get(), pb, e.b.get(), beta, pd,
-                                         e.c.get(), pd, e.c.get(), &e.algo, ws, e.workspace,
-                                         static_cast<cudaStream_t>(stream)),
-                       "cublasLtMatmul"));
+  const cudaStream_t cs = static_cast<cudaStream_t>(stream);
+  auto matmul = [&](cudaStream_t on) {
+    return lt.cublasLtMatmul(handle, e.desc.get(), alpha, pa, e.a.get(), pb, e.b.get(), beta, pd, e.c.get(), pd,
+                             e.c.get(), &e.algo, ws, e.workspace, on);
+  };
+  // Graph replay (replay.h) for calls with nothing staged (no per-call scratch), a final algorithm, and a workspace
+  // that outlives the call (the stream's cached one, which the graph then names).
+  const bool replayable = !capturing && e.tuned && !plan.stage_out && plan.stage_lt_a == Stage::kNone &&
+                          plan.stage_lt_b == Stage::kNone && !plan.stage_bias && !plan.precopy_self &&
+                          (e.workspace == 0 || cacheable) && GraphReplayEnabled();
+  if (replayable) {
+    ReplayKey key;
+    key.stream = stream;
+    key.a = pa;
+    key.b = pb;
+    key.d = pd;
+    key.bias = plan.epilogue == Epilogue::kBias ? e.bias : nullptr;
+    key.workspace = ws;
+    std::memcpy(&key.alpha_bits, alpha, 4);
+    std::memcpy(&key.beta_bits, beta, 4);
+    cudaStream_t capture = ts.CaptureStream(dev);
+    if (capture != nullptr &&
+        e.replays.Launch(key, cs, capture, [&](cudaStream_t on) { return matmul(on) == CUBLAS_STATUS_SUCCESS; },
+                         &ts.graph_budget))
+      return;
+  }
+  ThrowIf(fn, LtStatus(lt, matmul(cs), "cublasLtMatmul"));
   if (plan.stage_out) gpu::CopyDeviceStrided(fn, *out, *d, stream);
 }
 

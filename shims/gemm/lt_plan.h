@@ -10,6 +10,7 @@
 
 #include "shims/gemm/cublaslt_loader.h"
 #include "shims/gemm/planner.h"
+#include "shims/gemm/replay.h"
 
 namespace aotirt {
 namespace gemm {
@@ -43,6 +44,7 @@ struct PlanEntry {
   // The heuristic's results, best first (candidates[0] is what torch's addmm runs); emptied once tuned.
   std::vector<cublasLtMatmulHeuristicResult_t> candidates;
   bool tuned = false;          // timed (or nothing to time): never again for this entry
+  GraphReplays replays;        // one-call graphs of repeated argument sets (replay.h)
 
   // Builds the entry for `plan` on `device` (the workspace bound comes from LtWorkspaceBytes). A heuristic that finds
   // no algorithm is NotSupported and counted in stats::kHeuristicFailures.

@@ -23,6 +23,9 @@ GemmStats Stats() {
   s.heuristic_failures = g(stats::kHeuristicFailures);
   s.tuned = g(stats::kTuned);
   s.tuned_changed = g(stats::kTunedChanged);
+  s.graph_captures = g(stats::kGraphCaptures);
+  s.graph_replays = g(stats::kGraphReplays);
+  s.graph_capture_failures = g(stats::kGraphCaptureFailures);
   return s;
 }
 

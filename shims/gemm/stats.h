@@ -21,6 +21,9 @@ struct GemmStats {
                                      // then falls back (counted here) to the self-copy path, as ATen's addmm
   int64_t tuned = 0;                 // problems whose heuristic candidates were timed (tune.h)
   int64_t tuned_changed = 0;         // ... where a candidate other than the heuristic's first (torch's) won
+  int64_t graph_captures = 0;        // one-call graphs captured for repeated arguments (replay.h)
+  int64_t graph_replays = 0;         // calls served by cudaGraphLaunch instead of cublasLtMatmul
+  int64_t graph_capture_failures = 0;
 };
 
 GemmStats Stats();
@@ -28,7 +31,7 @@ void ResetStats();
 
 namespace stats {
 enum Counter { kLoads, kLoadFailures, kCalls, kHits, kMisses, kStaged, kSelfCopies, kHeuristicFailures, kTuned, kTunedChanged,
-               kCount };
+               kGraphCaptures, kGraphReplays, kGraphCaptureFailures, kCount };
 void Add(Counter c, int64_t n = 1);
 }  // namespace stats
 

@@ -80,8 +80,9 @@ run_memcheck() {
 }
 
 run_py_tests() {
-  # PYTEST_ARGS: e.g. "-n 4" (pytest-xdist) to compile test models in parallel; "-k ..." to select.
-  $PY -m pytest -q -rs -p no:cacheprovider tests/gpu ${PYTEST_ARGS:-} "$@" --junitxml="$OUT/pytest_gpu.xml" 2>&1 | tee "$OUT/pytest_gpu.log" | tail -40
+  # PYTEST_ARGS: e.g. "-n 4" (pytest-xdist) to compile test models in parallel; PYTEST_PATHS: test files (default
+  # all of tests/gpu).
+  $PY -m pytest -q -rs -p no:cacheprovider ${PYTEST_PATHS:-tests/gpu} ${PYTEST_ARGS:-} "$@" --junitxml="$OUT/pytest_gpu.xml" 2>&1 | tee "$OUT/pytest_gpu.log" | tail -40
   tail -1 "$OUT/pytest_gpu.log" | sed 's/^/pytest gpu: /' >> "$summary"
 }
 

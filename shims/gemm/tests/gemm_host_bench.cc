@@ -1,6 +1,6 @@
-// Host cost of a repeated GEMM shim call on the GPU machine, next to its floor: the same cublasLtMatmul called
-// directly with descriptors built once (what any cuBLASLt user pays per call), and one cudaMemsetAsync (one
-// enqueue). Prints one JSON object; benchmarks/gemm.py --host-bench reads it. Not a test: no pass/fail.
+// Host cost of a repeated GEMM shim call on the GPU machine (with graph replay, the default, and without), next to
+// the same cublasLtMatmul called directly with descriptors built once (what any cuBLASLt user pays per call), and
+// one cudaMemsetAsync (one enqueue). Prints one JSON object; benchmarks/gemm.py --host-bench reads it. Not a test: no pass/fail.
 //   gemm_host_bench [calls]
 #include <cuda_runtime.h>
 
@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "shims/gemm/cublaslt_loader.h"
+#include "shims/gemm/replay.h"
 #include "shims/gemm/stats.h"
 #include "shims/include/aotirt/shim.h"
 
@@ -124,17 +125,22 @@ std::string Run(const Problem& p, const CublasLt& lt, cudaStream_t stream, int c
   aotirt::gemm::ResetStats();
   const double shim_us = PerCallUs(shim, stream, calls);
   const auto st = aotirt::gemm::Stats();
+  aotirt::gemm::SetGraphReplay(0);
+  const double shim_no_replay_us = PerCallUs(shim, stream, calls);
+  aotirt::gemm::SetGraphReplay(-1);
   const double raw_us = PerCallUs(raw, stream, calls);
   const double memset_us = PerCallUs(memset1, stream, calls);
   const double capturing_us = PerCallUs(capturing, stream, calls);
   const double get_device_us = PerCallUs(get_device, stream, calls);
-  char buf[1024];
+  char buf[2048];
   std::snprintf(buf, sizeof(buf),
-                "{\"problem\": \"%s\", \"shim_us\": %.3f, \"cublaslt_us\": %.3f, \"shim_minus_cublaslt_us\": %.3f, "
+                "{\"problem\": \"%s\", \"shim_us\": %.3f, \"shim_without_graph_replay_us\": %.3f, "
+                "\"cublaslt_us\": %.3f, \"shim_without_replay_minus_cublaslt_us\": %.3f, "
                 "\"memset_enqueue_us\": %.3f, \"stream_is_capturing_us\": %.3f, \"get_device_us\": %.3f, "
-                "\"shim_staged\": %lld, \"shim_plan_misses\": %lld}",
-                p.name, shim_us, raw_us, shim_us - raw_us, memset_us, capturing_us, get_device_us,
-                static_cast<long long>(st.staged_operands), static_cast<long long>(st.plan_cache_misses));
+                "\"shim_staged\": %lld, \"shim_plan_misses\": %lld, \"shim_graph_replays\": %lld}",
+                p.name, shim_us, shim_no_replay_us, raw_us, shim_no_replay_us - raw_us, memset_us, capturing_us,
+                get_device_us, static_cast<long long>(st.staged_operands),
+                static_cast<long long>(st.plan_cache_misses), static_cast<long long>(st.graph_replays));
   lt.cublasLtMatmulPreferenceDestroy(pref);
   lt.cublasLtMatrixLayoutDestroy(la);
   lt.cublasLtMatrixLayoutDestroy(lb);

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "shims/gemm/stats.h"
+#include "shims/gemm/replay.h"
 #include "shims/gemm/tune.h"
 #include "shims/gemm/workspace.h"
 #include "shims/gemm/tests/gpu_util.h"
@@ -419,6 +420,72 @@ TEST_F(GemmGpu, ProblemFirstSeenUnderCaptureIsTunedLaterEagerly) {
   cudaGraphDestroy(graph);
   aoti_torch_delete_cuda_stream_guard(guard);
   cudaStreamDestroy(stream);
+}
+
+struct ReplayMode {
+  explicit ReplayMode(int mode) { aotirt::gemm::SetGraphReplay(mode); }
+  ~ReplayMode() { aotirt::gemm::SetGraphReplay(-1); }
+};
+
+// The first call of an argument set runs cublasLtMatmul; the second captures a one-call graph; later ones replay it,
+// reading whatever the buffers hold then.
+TEST_F(GemmGpu, RepeatedArgumentsAreReplayedFromAGraphWithTheirCurrentData) {
+  ReplayMode on(1);
+  Case c = LinearCase(DType::kBFloat16, 24, 328, 296, 31);
+  DeviceCase d;
+  d.Upload(c);
+  aotirt::gemm::ResetStats();
+  std::mt19937 rng(32);
+  for (int i = 0; i < 6; ++i) {
+    if (i == 3 || i == 5) {  // new data in the same buffers
+      FillRandom(rng, &c.a);
+      FillRandom(rng, &c.self);
+      d.a.Upload(c.a);
+      d.self.Upload(c.self);
+    }
+    ASSERT_EQ(CallShim(c, d), AOTI_TORCH_SUCCESS) << aotirt_last_error();
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    EXPECT_EQ(CompareOut(c, d.out.Download(c.out.storage.size())), "") << "call " << i;
+  }
+  const auto s = aotirt::gemm::Stats();
+  EXPECT_EQ(s.graph_captures, 1);
+  EXPECT_EQ(s.graph_replays, 5);
+  EXPECT_EQ(s.graph_capture_failures, 0);
+}
+
+// One plan, two call sites (other buffers): each argument set gets its own graph; alpha/beta are part of the key.
+TEST_F(GemmGpu, EachArgumentSetHasItsOwnGraph) {
+  ReplayMode on(1);
+  Case c1 = LinearCase(DType::kFloat32, 16, 200, 120, 33), c2 = LinearCase(DType::kFloat32, 16, 200, 120, 34);
+  Case c3 = c2;
+  c3.alpha = 0.5;
+  DeviceCase d1, d2;
+  d1.Upload(c1);
+  d2.Upload(c2);
+  aotirt::gemm::ResetStats();
+  for (int i = 0; i < 4; ++i) {
+    for (Case* c : {&c1, &c2, &c3}) {
+      DeviceCase& d = c == &c1 ? d1 : d2;
+      ASSERT_EQ(CallShim(*c, d), AOTI_TORCH_SUCCESS) << aotirt_last_error();
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      EXPECT_EQ(CompareOut(*c, d.out.Download(c->out.storage.size())), "") << "round " << i;
+    }
+  }
+  const auto s = aotirt::gemm::Stats();
+  EXPECT_EQ(s.graph_captures, 3);
+  EXPECT_EQ(s.graph_replays, 9);
+}
+
+TEST_F(GemmGpu, GraphReplayOffRunsCublasLtEveryTime) {
+  ReplayMode off(0);
+  Case c = LinearCase(DType::kBFloat16, 8, 136, 64, 35);
+  DeviceCase d;
+  d.Upload(c);
+  aotirt::gemm::ResetStats();
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(CallShim(c, d), AOTI_TORCH_SUCCESS) << aotirt_last_error();
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(CompareOut(c, d.out.Download(c.out.storage.size())), "");
+  EXPECT_EQ(aotirt::gemm::Stats().graph_replays, 0);
 }
 
 }  // namespace

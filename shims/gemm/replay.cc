@@ -1,0 +1,105 @@
+#include "shims/gemm/replay.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <string>
+
+#include "shims/gemm/stats.h"
+
+namespace aotirt {
+namespace gemm {
+namespace {
+
+std::atomic<int> g_replay{-1};  // -1: not decided (read the environment)
+
+bool EnvReplay() {
+  const char* v = std::getenv("AOTIRT_GEMM_GRAPHS");
+  if (v == nullptr) return true;
+  const std::string s(v);
+  return !(s == "0" || s == "off" || s == "OFF" || s == "false" || s == "FALSE" || s == "no" || s == "NO");
+}
+
+}  // namespace
+
+bool GraphReplayEnabled() {
+  int v = g_replay.load(std::memory_order_relaxed);
+  if (v < 0) {
+    int expected = -1;
+    g_replay.compare_exchange_strong(expected, EnvReplay() ? 1 : 0, std::memory_order_relaxed);
+    v = g_replay.load(std::memory_order_relaxed);
+  }
+  return v != 0;
+}
+
+void SetGraphReplay(int mode) { g_replay.store(mode < 0 ? -1 : (mode != 0), std::memory_order_relaxed); }
+
+GraphReplays::~GraphReplays() {
+  for (Slot& s : slots_)
+    if (s.exec != nullptr) (void)cudaGraphExecDestroy(s.exec);
+  (void)cudaGetLastError();  // at process exit the context may be gone already
+}
+
+GraphReplays::Slot* GraphReplays::Touch(const ReplayKey& key, int64_t* budget) {
+  ++clock_;
+  for (Slot& s : slots_)
+    if (s.key == key) {
+      s.used = clock_;
+      return &s;
+    }
+  Slot* slot = nullptr;
+  if (static_cast<int>(slots_.size()) < kSlots) {
+    slots_.emplace_back();
+    slot = &slots_.back();
+  } else {
+    slot = &slots_[0];
+    for (Slot& s : slots_)
+      if (s.used < slot->used) slot = &s;
+    if (slot->exec != nullptr) {
+      (void)cudaGraphExecDestroy(slot->exec);
+      ++*budget;
+    }
+    *slot = Slot();
+  }
+  slot->key = key;
+  slot->used = clock_;
+  return nullptr;
+}
+
+bool GraphReplays::Fail(Slot* slot) {
+  (void)cudaGetLastError();
+  slot->failed = true;  // never tried again for these arguments
+  stats::Add(stats::kGraphCaptureFailures);
+  return false;
+}
+
+bool GraphReplays::BeginCapture(cudaStream_t capture_stream, Slot* slot) {
+  if (cudaStreamBeginCapture(capture_stream, cudaStreamCaptureModeThreadLocal) != cudaSuccess) return Fail(slot);
+  return true;
+}
+
+bool GraphReplays::EndCapture(cudaStream_t capture_stream, bool called, Slot* slot, int64_t* budget) {
+  cudaGraph_t graph = nullptr;
+  bool ok = cudaStreamEndCapture(capture_stream, &graph) == cudaSuccess && called && graph != nullptr;
+  cudaGraphExec_t exec = nullptr;
+  if (ok) ok = cudaGraphInstantiateWithFlags(&exec, graph, 0) == cudaSuccess;
+  if (graph != nullptr) (void)cudaGraphDestroy(graph);
+  if (!ok) return Fail(slot);
+  slot->exec = exec;
+  --*budget;
+  stats::Add(stats::kGraphCaptures);
+  return true;
+}
+
+bool GraphReplays::Replay(Slot* slot, cudaStream_t stream, int64_t* budget) {
+  if (cudaGraphLaunch(slot->exec, stream) != cudaSuccess) {
+    (void)cudaGraphExecDestroy(slot->exec);
+    slot->exec = nullptr;
+    ++*budget;
+    return Fail(slot);
+  }
+  stats::Add(stats::kGraphReplays);
+  return true;
+}
+
+}  // namespace gemm
+}  // namespace aotirt
