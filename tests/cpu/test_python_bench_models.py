@@ -409,6 +409,24 @@ def test_markdown_and_plot(tmp_path):
         assert msg.startswith("plot skipped: matplotlib is not importable")
 
 
+def test_rows_of_different_runs_are_labelled_and_never_meet_a_target_together():
+    rows = rows_of([("siglip", "torch_compile", False, 1.0, {"run": "R1"}),
+                    ("siglip", "aotirt_triton", False, 0.5, {"run": "R1"}),
+                    ("siglip", "aotirt_aten_triton", False, 0.4, {"run": "R2"}),
+                    ("siglip", "aotirt_triton", True, 0.3, {"run": "R1"}),
+                    ("siglip", "aotirt_aten_triton", True, 0.2, {"run": "R2"})])
+    t = {(x["target"].split(" ")[0], x["graphs"]): x for x in bm.targets(rows)}
+    assert t[("aotirt", False)]["met"] is True  # both rows from R1
+    s = t[("ATEN,TRITON", True)]
+    assert s["value"] == pytest.approx(1 - 0.2 / 0.3) and s["met"] is None
+    assert "different runs" in s["detail"]
+    res = {"meta": {"gpu": "G", "torch": "t", "commit": "c2", "run": "R2"}, "rows": rows, "targets": bm.targets(rows),
+           "runs": [{"run": "R1", "commit": "c1"}, {"run": "R2", "commit": "c2"}]}
+    md = bm.markdown(res)
+    assert "run 1 (R1, commit c1), run 2 (R2, commit c2)" in md
+    assert "| siglip | aotirt_aten_triton | 0.400 | 0.200 | 0.50 | 0.40x | - | run 2 |" in md
+
+
 # ------------------------------------------------------------------------------ the real backend, on CPU
 
 def test_real_backend_on_cpu_eager_rows_and_gpu_only_variants_fail_cleanly(tmp_path):

@@ -13,13 +13,26 @@ def _ms(rows: list, model: str, variant: str, graphs: bool) -> float | None:
     return None
 
 
+def _run(rows: list, model: str, variant: str, graphs: bool) -> str | None:
+    for r in rows:
+        if r.get("model") == model and r.get("variant") == variant and bool(r.get("graphs")) == graphs:
+            return r.get("run")
+    return None
+
+
 def targets(rows: list) -> list:
-    """The issue's four targets, evaluated on whatever rows exist (None where a needed row is missing)."""
+    """The issue's four targets, evaluated on whatever rows exist (None where a needed row is missing). A target
+    compares rows measured side by side in one run: where the rows it needs come from different runs (a merged
+    results file), the value is shown but `met` is None."""
     out = []
     models = sorted({r["model"] for r in rows}, key=lambda m: MODELS.index(m) if m in MODELS else 99)
 
-    def add(target, model, graphs, value, limit, better, detail):
+    def add(target, model, graphs, value, limit, better, detail, uses=()):
         met = None if value is None else (value <= limit if better == "le" else value >= limit)
+        runs = {_run(rows, model, v, g) for v, g in uses} - {None}
+        if len(runs) > 1:
+            met = None
+            detail += "; rows from different runs, not side by side"
         out.append({"target": target, "model": model, "graphs": graphs, "value": value, "limit": limit,
                     "met": met, "detail": detail})
 
@@ -30,14 +43,15 @@ def targets(rows: list) -> list:
             if t is None and tc != "torch_compile":
                 continue
             add("aotirt <= 1.02 x torch.compile (no graphs)", m, False,
-                None if a is None or t is None else a / t, 1.02, "le", f"{ours} / {tc} ({b})")
+                None if a is None or t is None else a / t, 1.02, "le", f"{ours} / {tc} ({b})",
+                [(ours, False), (tc, False)])
     for m in [m for m in models if m == "gemma"]:  # 2: graphs vs no graphs on the Gemma-like model
         for v in list(FIXED) + ["aotirt_auto"]:
             g, n = _ms(rows, m, v, True), _ms(rows, m, v, False)
             if g is None and n is None:
                 continue
             add("graphs <= 0.7 x no graphs (gemma)", m, True, None if g is None or n is None else g / n, 0.7,
-                "le", f"{v}: graphs / no graphs")
+                "le", f"{v}: graphs / no graphs", [(v, True), (v, False)])
     for m in models:  # 3: AUTO vs the fastest fixed choice
         for graphs in (True, False):
             fixed = {v: _ms(rows, m, v, graphs) for v in FIXED}
@@ -51,7 +65,8 @@ def targets(rows: list) -> list:
             add("AUTO <= 1.01 x fastest fixed", m, graphs,
                 None if a is None or best is None else a / have[best], 1.01, "le",
                 f"fastest fixed: {best} ({FIXED.get(best)}); AUTO chose {choice}"
-                + ("" if len(have) == len(FIXED) else f"; only {sorted(have)} measured"))
+                + ("" if len(have) == len(FIXED) else f"; only {sorted(have)} measured"),
+                [("aotirt_auto", graphs)] + [(v, graphs) for v in have])
     for m in [m for m in models if m == "siglip"]:  # 4: ATEN,TRITON vs TRITON on SigLIP
         for graphs in (False, True):
             at, tr = _ms(rows, m, "aotirt_aten_triton", graphs), _ms(rows, m, "aotirt_triton", graphs)
@@ -59,7 +74,7 @@ def targets(rows: list) -> list:
                 continue
             add("ATEN,TRITON >= 8% faster than TRITON (siglip)", m, graphs,
                 None if at is None or tr is None else 1.0 - at / tr, 0.08, "ge",
-                "speedup = 1 - aten_triton / triton")
+                "speedup = 1 - aten_triton / triton", [("aotirt_aten_triton", graphs), ("aotirt_triton", graphs)])
     return out
 
 
@@ -76,6 +91,14 @@ def markdown(result: dict) -> str:
              f"{meta.get('torch', '?')}, commit {meta.get('commit') or '?'}, run {meta.get('run', '?')}. "
              f"ms per call (median); graphs = whole-model CUDA graph replay incl. input copy; mean |diff| vs the "
              f"float32 model.", ""]
+    run_ids = sorted({r.get("run") for r in rows if r.get("run")})
+    label = {}
+    if len(run_ids) > 1:  # a merged file: say which run measured what
+        commits = {m.get("run"): m.get("commit") for m in result.get("runs", [])}
+        label = {rid: f"run {i + 1}" for i, rid in enumerate(run_ids)}
+        lines[0] += " Rows come from " + ", ".join(
+            f"{label[rid]} ({rid}, commit {(commits.get(rid) or '?')[:10]})" for rid in run_ids) + \
+            "; the notes column names each row's run, and a target whose rows come from different runs is n/a."
     models = sorted({r["model"] for r in rows}, key=lambda m: MODELS.index(m) if m in MODELS else 99)
     lines += ["| model | variant | ms (no graphs) | ms (graphs) | graphs / no | vs torch.compile (no graphs) | "
               "mean abs diff | notes |", "|---|---|---|---|---|---|---|---|"]
@@ -94,6 +117,8 @@ def markdown(result: dict) -> str:
             auto_choice = next((r.get("auto_choice") for r in rs if r.get("auto_choice")), None)
             if auto_choice:
                 notes.insert(0, f"chose {auto_choice}")
+            if label:
+                notes.insert(0, "/".join(sorted({label[r["run"]] for r in rs if r.get("run") in label})))
             lines.append(f"| {m} | {v} | {_f(n)} | {_f(g)} | {_f(None if n is None or g is None else g / n, '{:.2f}')}"
                          f" | {_f(None if n is None or tc is None else n / tc, '{:.2f}x')} | "
                          f"{_f(max(diffs) if diffs else None, '{:.2e}')} | {'; '.join(notes).replace('|', '/')} |")
