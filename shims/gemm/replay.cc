@@ -1,37 +1,19 @@
 #include "shims/gemm/replay.h"
 
-#include <atomic>
-#include <cstdlib>
-#include <string>
-
+#include "shims/common/env.h"
 #include "shims/gemm/stats.h"
 
 namespace aotirt {
 namespace gemm {
 namespace {
 
-std::atomic<int> g_replay{-1};  // -1: not decided (read the environment)
-
-bool EnvReplay() {
-  const char* v = std::getenv("AOTIRT_GEMM_GRAPHS");
-  if (v == nullptr) return true;
-  const std::string s(v);
-  return !(s == "0" || s == "off" || s == "OFF" || s == "false" || s == "FALSE" || s == "no" || s == "NO");
-}
+EnvSwitch g_replay("AOTIRT_GEMM_GRAPHS");
 
 }  // namespace
 
-bool GraphReplayEnabled() {
-  int v = g_replay.load(std::memory_order_relaxed);
-  if (v < 0) {
-    int expected = -1;
-    g_replay.compare_exchange_strong(expected, EnvReplay() ? 1 : 0, std::memory_order_relaxed);
-    v = g_replay.load(std::memory_order_relaxed);
-  }
-  return v != 0;
-}
+bool GraphReplayEnabled() { return g_replay.On(); }
 
-void SetGraphReplay(int mode) { g_replay.store(mode < 0 ? -1 : (mode != 0), std::memory_order_relaxed); }
+void SetGraphReplay(int mode) { g_replay.Set(mode); }
 
 GraphReplays::~GraphReplays() {
   for (Slot& s : slots_)

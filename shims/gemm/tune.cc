@@ -3,26 +3,17 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <atomic>
-#include <cstdlib>
 #include <limits>
-#include <string>
 #include <vector>
 
+#include "shims/common/env.h"
 #include "shims/gemm/stats.h"
 
 namespace aotirt {
 namespace gemm {
 namespace {
 
-std::atomic<int> g_tuning{-1};  // -1: not decided (read the environment)
-
-bool EnvTuning() {
-  const char* v = std::getenv("AOTIRT_GEMM_TUNE");
-  if (v == nullptr) return true;
-  const std::string s(v);
-  return !(s == "0" || s == "off" || s == "OFF" || s == "false" || s == "FALSE" || s == "no" || s == "NO");
-}
+EnvSwitch g_tuning("AOTIRT_GEMM_TUNE");
 
 // GPU time per captured graph of one candidate (the repetitions are sized from the heuristic's first).
 constexpr float kTargetUsPerGraph = 200.0f;
@@ -100,18 +91,9 @@ struct GraphExec {
 
 }  // namespace
 
-bool TuningEnabled() {
-  int v = g_tuning.load(std::memory_order_relaxed);
-  if (v < 0) {
-    v = EnvTuning() ? 1 : 0;
-    int expected = -1;
-    g_tuning.compare_exchange_strong(expected, v, std::memory_order_relaxed);
-    v = g_tuning.load(std::memory_order_relaxed);
-  }
-  return v != 0;
-}
+bool TuningEnabled() { return g_tuning.On(); }
 
-void SetTuning(int mode) { g_tuning.store(mode < 0 ? -1 : (mode != 0), std::memory_order_relaxed); }
+void SetTuning(int mode) { g_tuning.Set(mode); }
 
 size_t MaxCandidateWorkspace(const PlanEntry& e) {
   size_t m = e.workspace;

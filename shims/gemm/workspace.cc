@@ -8,6 +8,7 @@
 #include <string>
 #include <utility>
 
+#include "shims/common/env.h"
 #include "shims/common/error.h"
 #include "shims/cuda/device.h"
 #include <cuda_runtime.h>
@@ -22,15 +23,6 @@ namespace {
 // 4096 KiB * 2 + 16 KiB * 8 elsewhere. cuBLASLt: CUBLASLT_WORKSPACE_SIZE (KiB), else the cuBLAS size when unified
 // (TORCH_CUBLASLT_UNIFIED_WORKSPACE unset or true, torch's default outside fbcode) or 1 MiB; unified caps it at the
 // cuBLAS size.
-bool EnvFlag(const char* name, bool* value) {
-  const char* v = std::getenv(name);
-  if (v == nullptr) return false;
-  const std::string s(v);
-  *value = !(s == "0" || s == "OFF" || s == "off" || s == "NO" || s == "no" || s == "FALSE" || s == "false" ||
-             s == "N" || s == "n");
-  return true;
-}
-
 uint64_t CublasWorkspaceBytes(int major) {
   const uint64_t fallback = (major == 9 || major == 10 || major == 12) ? 4096ull * 8 * 1024
                                                                         : 4096ull * 1024 * 2 + 16ull * 1024 * 8;
@@ -53,9 +45,7 @@ uint64_t ComputeLtWorkspaceBytes(int32_t device) {
     (void)cudaGetLastError();
     major = 9;
   }
-  bool unified = true;
-  bool set = false;
-  if (EnvFlag("TORCH_CUBLASLT_UNIFIED_WORKSPACE", &set)) unified = set;
+  const bool unified = EnvFlag("TORCH_CUBLASLT_UNIFIED_WORKSPACE", true);
   const uint64_t cublas = CublasWorkspaceBytes(major);
   uint64_t lt = unified ? cublas : 1024ull * 1024;
   if (const char* v = std::getenv("CUBLASLT_WORKSPACE_SIZE")) {

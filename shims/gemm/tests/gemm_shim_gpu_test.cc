@@ -299,11 +299,14 @@ class ReleaseWorkspacesAtExit : public ::testing::Environment {
 };
 const auto* const kReleaseWorkspaces = ::testing::AddGlobalTestEnvironment(new ReleaseWorkspacesAtExit);
 
-// Restores the environment's tuning choice when a test ends.
-struct TuningMode {
-  explicit TuningMode(int mode) { aotirt::gemm::SetTuning(mode); }
-  ~TuningMode() { aotirt::gemm::SetTuning(-1); }
+// Sets a GEMM switch for one test and gives it back to the environment's choice when the test ends.
+template <void (*Set)(int)>
+struct Scoped {
+  explicit Scoped(int mode) { Set(mode); }
+  ~Scoped() { Set(-1); }
 };
+using TuningMode = Scoped<aotirt::gemm::SetTuning>;
+using ReplayMode = Scoped<aotirt::gemm::SetGraphReplay>;
 
 Case LinearCase(DType d, int64_t M, int64_t N, int64_t K, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -421,11 +424,6 @@ TEST_F(GemmGpu, ProblemFirstSeenUnderCaptureIsTunedLaterEagerly) {
   aoti_torch_delete_cuda_stream_guard(guard);
   cudaStreamDestroy(stream);
 }
-
-struct ReplayMode {
-  explicit ReplayMode(int mode) { aotirt::gemm::SetGraphReplay(mode); }
-  ~ReplayMode() { aotirt::gemm::SetGraphReplay(-1); }
-};
 
 // The first call of an argument set runs cublasLtMatmul; the second captures a one-call graph; later ones replay it,
 // reading whatever the buffers hold then.
