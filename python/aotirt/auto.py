@@ -208,15 +208,16 @@ def _err(e: BaseException) -> str:
 
 def select(candidate_paths: Mapping[str, str | None], example_inputs: Sequence[Any], *, device_index: int = 0,
            time_fn: Callable[[str, Sequence[Any], int], Measurement] | None = None, rounds: int = 3,
-           errors: Mapping[str, str] | None = None) -> AutoResult:
+           errors: Mapping[str, str] | None = None, use_graphs: bool = True) -> AutoResult:
     """Times each candidate package (`rounds` interleaved rounds, order rotated each round; a candidate's timing is
     the median of its rounds) and returns the fastest. `candidate_paths` maps backends -> package path, or None for
     a candidate that could not be built (its reason in `errors`). A candidate whose timing raises is dropped with
-    its error. Raises LoweringError when no candidate could be timed."""
+    its error. Raises LoweringError when no candidate could be timed. Without time_fn: CudaGraphTimer, replaying
+    whole-model CUDA graphs unless use_graphs is False (auto_timing="eager")."""
     if rounds < 1:
         raise SpecError(f"rounds must be >= 1, got {rounds!r}")
     own_timer = time_fn is None
-    timer = CudaGraphTimer() if own_timer else time_fn
+    timer = CudaGraphTimer(use_graphs=use_graphs) if own_timer else time_fn
     errs = dict(errors or {})
     names = [c for c, p in candidate_paths.items() if p is not None and c not in errs]
     samples: dict = {c: [] for c in names}
@@ -330,7 +331,9 @@ def _ensure_progress_visible() -> None:
 
 
 def _candidate_options(opts: Any, backends: str) -> Any:
-    return dataclasses.replace(opts, **{GEMM_FIELD: backends})
+    # auto_timing belongs to AUTO, not to the candidates (each is a plain lowering).
+    reset = {"auto_timing": "graphs"} if any(f.name == "auto_timing" for f in dataclasses.fields(opts)) else {}
+    return dataclasses.replace(opts, **{GEMM_FIELD: backends, **reset})
 
 
 def compile_auto(model_or_exported_program: Any, example_inputs: Sequence[Any], package_path: str | None = None, *,
@@ -346,7 +349,8 @@ def compile_auto(model_or_exported_program: Any, example_inputs: Sequence[Any], 
     candidate, and may already say "AUTO"); platform/target default to the options' fields of those names when they
     exist, else "linux" and the torch build's target. compile_fn (default aotirt.lowering.compile) is called per
     candidate with the same signature as aotirt.compile and returns the package path; time_fn(path, example_inputs,
-    device_index) -> Measurement (default: CudaGraphTimer). work_dir holds the candidates (default: a temporary
+    device_index) -> Measurement (default: CudaGraphTimer, with CUDA graphs unless options.auto_timing is "eager").
+    work_dir holds the candidates (default: a temporary
     folder, removed afterwards). `result`, if a list, receives the AutoResult. Returns the chosen package's path
     (package_path, or a path in work_dir when package_path is None), with the choice and timings in its metadata.
     """
@@ -425,7 +429,8 @@ def compile_auto(model_or_exported_program: Any, example_inputs: Sequence[Any], 
                 (isinstance(failures[0], Error) and len({str(f) for f in failures}) == 1)):
             # Every candidate failed the same way (no CUDA here, options wrong for all): that error, as raised.
             raise failures[0]
-        res = select(paths, example_inputs, device_index=dev_index, time_fn=time_fn, rounds=rounds, errors=errors)
+        res = select(paths, example_inputs, device_index=dev_index, time_fn=time_fn, rounds=rounds, errors=errors,
+                     use_graphs=getattr(opts, "auto_timing", "graphs") != "eager")
         out = package_path if package_path is not None else os.path.join(wdir, "auto.pt2")
         if package_path is not None:
             os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)

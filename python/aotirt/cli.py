@@ -57,6 +57,8 @@ flags.DEFINE_string("float32_matmul_precision", "highest", "lower: highest or hi
 flags.DEFINE_string("platform", "linux", "lower: linux or windows.")
 flags.DEFINE_string("target", None, "lower: cuda or rocm (default: detected from the installed torch).")
 flags.DEFINE_string("shim_library_path", None, "lower --platform=windows: the folder holding aoti_cuda_shims.lib.")
+flags.DEFINE_string("auto_timing", "graphs", "lower --max_autotune_gemm_backends=AUTO: time the candidates as CUDA "
+                    "graph replays (graphs) or plain calls (eager, for models that will not be captured).")
 
 
 def _usage(msg: str) -> app.UsageError:
@@ -88,7 +90,7 @@ def compile_options_from_flags() -> "specs.CompileOptions":
         max_autotune=specs.parse_on_off(FLAGS.max_autotune, "--max_autotune"),
         max_autotune_gemm_backends=FLAGS.max_autotune_gemm_backends,
         float32_matmul_precision=FLAGS.float32_matmul_precision, platform=FLAGS.platform, target=FLAGS.target,
-        shim_library_path=FLAGS.shim_library_path)
+        shim_library_path=FLAGS.shim_library_path, auto_timing=FLAGS.auto_timing)
 
 
 def load_factory(spec: str):

@@ -24,6 +24,9 @@ DEFAULT_GEMM_BACKENDS = "TRITON"
 VALID_CONV_BACKENDS = ("TRITON",)
 VALID_FLOAT32_MATMUL_PRECISION = ("highest", "high")
 VALID_PLATFORMS = ("linux", "windows")
+# How AUTO times its candidates: whole-model CUDA graph replays (for models that will run captured) or plain calls
+# (for models that will not: per-launch host costs then decide, and they differ between backends).
+VALID_AUTO_TIMING = ("graphs", "eager")
 VALID_TARGETS = ("cuda", "rocm")
 
 # Options the runtime depends on: a package compiled otherwise cannot be loaded by it. User inductor_configs may
@@ -92,6 +95,8 @@ class CompileOptions:
     platform: "linux" or "windows" (Windows: cross-compiled against the import library in shim_library_path).
     target: "cuda" or "rocm"; None detects it from the installed torch (torch.version.hip).
     shim_library_path: platform=windows only: the folder holding aoti_cuda_shims.lib.
+    auto_timing: with max_autotune_gemm_backends="AUTO", how the candidates are timed: "graphs" (default; whole-model
+        CUDA graph replays, for models that will run captured) or "eager" (plain calls, for models that will not).
     Combinations a platform cannot run (ATEN or max_autotune OFF on Windows/ROCm) raise UnsupportedPlatformError.
     """
 
@@ -103,6 +108,7 @@ class CompileOptions:
     platform: str = "linux"
     target: str | None = None
     shim_library_path: str | None = None
+    auto_timing: str = "graphs"
 
     def __post_init__(self) -> None:
         validate(self)
@@ -116,6 +122,7 @@ class CompileOptions:
         set_("float32_matmul_precision", _choice(self.float32_matmul_precision, VALID_FLOAT32_MATMUL_PRECISION,
                                                  "float32_matmul_precision"))
         set_("platform", _choice(self.platform, VALID_PLATFORMS, "platform"))
+        set_("auto_timing", _choice(self.auto_timing, VALID_AUTO_TIMING, "auto_timing"))
         if self.target is not None:
             set_("target", _choice(self.target, VALID_TARGETS, "target"))
         # Refuse what the platform cannot run as early as it is known without torch (linux + auto target waits for
@@ -159,6 +166,12 @@ def validate(opts: CompileOptions) -> None:
     _choice(opts.platform, VALID_PLATFORMS, "platform")
     if opts.target is not None:
         _choice(opts.target, VALID_TARGETS, "target")
+    _choice(opts.auto_timing, VALID_AUTO_TIMING, "auto_timing")
+    if (isinstance(opts.auto_timing, str) and opts.auto_timing.strip().lower() != "graphs"
+            and isinstance(opts.max_autotune_gemm_backends, str)
+            and opts.max_autotune_gemm_backends.strip().upper() != AUTO_GEMM_BACKENDS):
+        raise SpecError(f"auto_timing={opts.auto_timing!r} only applies to max_autotune_gemm_backends='AUTO' (got "
+                        f"{opts.max_autotune_gemm_backends!r}); drop it or choose AUTO")
     if opts.shim_library_path is not None and not isinstance(opts.shim_library_path, str):
         raise SpecError(f"shim_library_path must be a folder path string, got {opts.shim_library_path!r}")
 

@@ -461,3 +461,31 @@ def test_wired_compile_dispatches_auto_before_anything_else(tmp_path, monkeypatc
     assert kwargs["options"].max_autotune_gemm_backends == "AUTO"
     assert kwargs["options"].float32_matmul_precision == "high" and kwargs["device"] == "cuda:0"
     assert kwargs["inductor_configs"] == configs
+
+
+# ---------------------------------------------------------------------------------------------- auto_timing
+
+@pytest.mark.parametrize("timing,graphs", [("graphs", True), ("eager", False), (" EAGER ", False)])
+def test_auto_timing_chooses_how_the_default_timer_times(tmp_path, monkeypatch, timing, graphs):
+    made = []
+
+    class FakeCudaGraphTimer(Timer):
+        def __init__(self, use_graphs=True):
+            made.append(use_graphs)
+            super().__init__({"TRITON": 0.5, "ATEN,TRITON": 0.4, "ATEN": 0.45},
+                             methods={} if use_graphs else {b: "events (graphs off)" for b in auto.CANDIDATES})
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(auto, "CudaGraphTimer", FakeCudaGraphTimer)
+    compiler, res = Compiler(), []
+    opts = aotirt.CompileOptions(max_autotune=True, max_autotune_gemm_backends="AUTO", auto_timing=timing)
+    path = auto.compile_auto("MODEL", ("X",), str(tmp_path / "out.pt2"), options=opts, compile_fn=compiler,
+                             result=res, target="cuda")
+    assert made == [graphs]
+    assert chosen_backends(path) == "ATEN,TRITON"
+    # each candidate is a plain lowering: auto_timing is AUTO's, not theirs
+    assert {c["options"].auto_timing for c in compiler.calls} == {"graphs"}
+    methods = json.loads(auto.read_metadata(path)[auto.META_METHODS])
+    assert set(methods.values()) == ({auto.METHOD_GRAPH} if graphs else {"events (graphs off)"})

@@ -244,3 +244,18 @@ def test_import_aotirt_does_not_import_torch():
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert res.returncode == 0 and "ok" in res.stdout, res.stderr
+
+
+def test_auto_timing_values_and_refusals():
+    from aotirt import specs
+    assert specs.CompileOptions().auto_timing == "graphs"
+    assert specs.CompileOptions(max_autotune_gemm_backends="auto", auto_timing=" Eager ").auto_timing == "eager"
+    with pytest.raises(aotirt.SpecError, match=r"auto_timing='sometimes' is not valid; valid: \['graphs', 'eager'\]"):
+        specs.CompileOptions(max_autotune_gemm_backends="AUTO", auto_timing="sometimes")
+    with pytest.raises(aotirt.SpecError, match="only applies to max_autotune_gemm_backends='AUTO'"):
+        specs.CompileOptions(max_autotune_gemm_backends="ATEN,TRITON", auto_timing="eager")
+    # ExecuTorch-style compile specs round-trip it
+    opts, _ = specs.options_from_compile_specs([Spec("max_autotune_gemm_backends", b"AUTO"),
+                                                Spec("auto_timing", b"eager")])
+    assert opts.auto_timing == "eager"
+    assert ("auto_timing", b"eager") in specs.options_to_compile_spec_values(opts)

@@ -12,7 +12,8 @@ Models (random weights, no downloads; bf16, batch 1 when benchmarked):
 Variants: eager; torch_compile (same Inductor options as aotirt.compile minus aot_inductor.*, SDPA math as in
 lowering; GEMM backends TRITON like the project default; torch_compile_aten_triton / torch_compile_aten on request);
 aotirt_triton, aotirt_aten_triton, aotirt_aten (aotirt.compile with max_autotune and those GEMM backends) and
-aotirt_auto (aotirt.auto.compile_auto over the three, reusing their cached packages). Each with and without CUDA
+aotirt_auto and aotirt_auto_eager (aotirt.auto.compile_auto over the three, reusing their cached packages, timing
+them with and without CUDA graphs: auto_timing="graphs" / "eager"). Each with and without CUDA
 graphs (ours: aotirt.capture; eager/torch.compile: torch.cuda.graph), input copy into the static buffers included in
 the graph timing of both. Timing: CUDA events around back-to-back calls, median of repeats. Accuracy: mean |diff| of
 the output vs the same model in float32 (TF32 off).

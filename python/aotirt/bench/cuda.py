@@ -20,7 +20,7 @@ from torch import nn
 from aotirt.bench import models as bench_models_defs
 from aotirt.bench import variants as bench_variants
 from aotirt.bench.models import build, config, example_inputs
-from aotirt.bench.variants import FIXED, TORCH_COMPILE
+from aotirt.bench.variants import AUTO_VARIANTS, FIXED, TORCH_COMPILE
 
 def _flat_tensors(out: Any) -> list:
     leaves, _ = torch.utils._pytree.tree_flatten(out)
@@ -214,7 +214,7 @@ class CudaBench:
             return False
         if variant in TORCH_COMPILE:
             return True  # in-process compile (Inductor's own caches may make it quick)
-        backends = list(FIXED.values()) if variant == "aotirt_auto" else [FIXED[variant]]
+        backends = list(FIXED.values()) if variant in AUTO_VARIANTS else [FIXED[variant]]
         return any(not os.path.exists(self._package_path(ctx, b)) for b in backends)
 
     # -- variants
@@ -242,7 +242,7 @@ class CudaBench:
             return Handle(variant, runner, "aotirt", info={"compile_s": round(dt, 1), "cached": dt == 0.0,
                                                            "package_mib": round(os.path.getsize(path) / 2**20, 1)},
                           runner=runner)
-        if variant == "aotirt_auto":
+        if variant in AUTO_VARIANTS:
             from aotirt import auto
             compiled_s = []
 
@@ -251,16 +251,18 @@ class CudaBench:
                 compiled_s.append(dt)
                 return path
 
-            timer = auto.CudaGraphTimer(repeats=3 if self.args.quick else 5)
+            timing = "graphs" if AUTO_VARIANTS[variant] else "eager"
+            timer = auto.CudaGraphTimer(repeats=3 if self.args.quick else 5, use_graphs=AUTO_VARIANTS[variant])
             result: list = []
-            out = os.path.join(ctx.cache_dir, f"auto.run{os.getpid()}.pt2")
-            for name in os.listdir(ctx.cache_dir):  # AUTO packages of earlier runs (never reused: AUTO re-times)
-                if name.startswith("auto.run") and name.endswith(".pt2"):
+            out = os.path.join(ctx.cache_dir, f"{variant}.run{os.getpid()}.pt2")
+            for name in os.listdir(ctx.cache_dir):  # this AUTO's packages of earlier runs (never reused: AUTO re-times)
+                if name.startswith(f"{variant}.run") and name.endswith(".pt2"):
                     os.remove(os.path.join(ctx.cache_dir, name))
             t0 = time.monotonic()
             try:
                 auto.compile_auto(ctx.model, ctx.inputs, out, device=self.device,
-                                  options=aotirt.CompileOptions(max_autotune=True), compile_fn=compile_fn,
+                                  options=aotirt.CompileOptions(max_autotune=True, max_autotune_gemm_backends="AUTO",
+                                                                auto_timing=timing), compile_fn=compile_fn,
                                   time_fn=timer, rounds=self.args.auto_rounds, result=result)
             finally:
                 timer.close()
@@ -269,6 +271,7 @@ class CudaBench:
             md = runner.metadata  # read back through the runtime: what a user of the package sees
             info = {"auto_choice": md[auto.META_CHOICE], "auto_timings_ms": json.loads(md[auto.META_TIMINGS]),
                     "auto_methods": json.loads(md[auto.META_METHODS]), "auto_select_s": round(select_s, 1),
+                    "auto_timing": timing,
                     "compile_s": round(sum(compiled_s), 1)}
             if auto.META_ERRORS in md:
                 info["auto_errors"] = json.loads(md[auto.META_ERRORS])
