@@ -2,6 +2,8 @@
 // heuristic's candidates on the caller's stream and keeps the fastest. The heuristic's first candidate is what
 // PyTorch runs; another one is kept only when it is clearly faster (kTuneMargin), so a problem where the heuristic is
 // right keeps torch's algorithm and its rounding. AOTIRT_GEMM_TUNE=0 turns tuning off (torch's algorithm always).
+// Caveat: tuning synchronizes the caller's stream, so a problem's first call must not happen while another thread
+// captures a CUDA graph in cudaStreamCaptureModeGlobal (the same rule as any synchronizing CUDA call; warm up first).
 #ifndef AOTIRT_GEMM_TUNE_H_
 #define AOTIRT_GEMM_TUNE_H_
 
