@@ -350,11 +350,10 @@ def load_pte(pte_path: str, *, ptd_paths: Sequence[str] | None = None, method_na
 
 
 def _one_payload(pte_path: str, ptd_paths: Sequence[str] | None, method_name: str | None) -> Payload:
-    payloads = read_payloads(pte_path, ptd_paths)
-    if method_name is not None:
-        payloads = [p for p in payloads if p.method_name == method_name]
+    every = read_payloads(pte_path, ptd_paths)
+    payloads = every if method_name is None else [p for p in every if p.method_name == method_name]
     if len(payloads) != 1:
-        names = [p.method_name for p in read_payloads(pte_path, ptd_paths)]
+        names = [p.method_name for p in every]
         raise ExecuTorchError(f"{pte_path}: {len(payloads)} aotirt delegates match method_name={method_name!r} "
                               f"(delegates: {names}); pass method_name= one of them (a graph split into several "
                               f"partitions cannot be run as one .pt2)")

@@ -15,6 +15,22 @@ bool GraphReplayEnabled() { return g_replay.On(); }
 
 void SetGraphReplay(int mode) { g_replay.Set(mode); }
 
+bool BeginGraphCapture(cudaStream_t stream) {
+  if (cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal) == cudaSuccess) return true;
+  (void)cudaGetLastError();
+  return false;
+}
+
+cudaGraphExec_t EndGraphCapture(cudaStream_t stream, bool enqueued) {
+  cudaGraph_t graph = nullptr;
+  const bool captured = cudaStreamEndCapture(stream, &graph) == cudaSuccess && graph != nullptr;
+  cudaGraphExec_t exec = nullptr;
+  if (!(enqueued && captured && cudaGraphInstantiateWithFlags(&exec, graph, 0) == cudaSuccess)) exec = nullptr;
+  if (graph != nullptr) (void)cudaGraphDestroy(graph);
+  (void)cudaGetLastError();
+  return exec;
+}
+
 GraphReplays::~GraphReplays() {
   for (Slot& s : slots_)
     if (s.exec != nullptr) (void)cudaGraphExecDestroy(s.exec);
@@ -54,18 +70,8 @@ bool GraphReplays::Fail(Slot* slot) {
   return false;
 }
 
-bool GraphReplays::BeginCapture(cudaStream_t capture_stream, Slot* slot) {
-  if (cudaStreamBeginCapture(capture_stream, cudaStreamCaptureModeThreadLocal) != cudaSuccess) return Fail(slot);
-  return true;
-}
-
-bool GraphReplays::EndCapture(cudaStream_t capture_stream, bool called, Slot* slot, int64_t* budget) {
-  cudaGraph_t graph = nullptr;
-  bool ok = cudaStreamEndCapture(capture_stream, &graph) == cudaSuccess && called && graph != nullptr;
-  cudaGraphExec_t exec = nullptr;
-  if (ok) ok = cudaGraphInstantiateWithFlags(&exec, graph, 0) == cudaSuccess;
-  if (graph != nullptr) (void)cudaGraphDestroy(graph);
-  if (!ok) return Fail(slot);
+bool GraphReplays::Keep(Slot* slot, cudaGraphExec_t exec, int64_t* budget) {
+  if (exec == nullptr) return Fail(slot);
   slot->exec = exec;
   --*budget;
   stats::Add(stats::kGraphCaptures);

@@ -20,6 +20,20 @@ namespace gemm {
 bool GraphReplayEnabled();
 void SetGraphReplay(int mode);  // 1 on, 0 off, -1 back to the environment's choice
 
+// Graph capture on a stream in thread-local mode (other threads' CUDA calls are unaffected). EndGraphCapture always
+// ends the capture; it returns the instantiated graph, or null when `enqueued` is false or capture or instantiation
+// failed (the CUDA error is cleared).
+bool BeginGraphCapture(cudaStream_t stream);
+cudaGraphExec_t EndGraphCapture(cudaStream_t stream, bool enqueued);
+
+// What `enqueue(stream)` (a bool(cudaStream_t): false on failure) puts on `stream`, as an instantiated graph, or null.
+template <typename Enqueue>
+cudaGraphExec_t CaptureGraph(cudaStream_t stream, Enqueue&& enqueue) {
+  if (!BeginGraphCapture(stream)) return nullptr;
+  const bool enqueued = enqueue(stream);
+  return EndGraphCapture(stream, enqueued);
+}
+
 // Everything a captured call depends on besides the plan entry's descriptors and algorithm.
 struct ReplayKey {
   const void* stream = nullptr;
@@ -54,9 +68,8 @@ class GraphReplays {
     Slot* slot = Touch(key, budget);
     if (slot == nullptr || slot->failed) return false;
     if (slot->exec == nullptr) {
-      if (*budget <= 0 || !BeginCapture(capture_stream, slot)) return false;
-      const bool called = call(capture_stream);
-      if (!EndCapture(capture_stream, called, slot, budget)) return false;
+      if (*budget <= 0) return false;
+      if (!Keep(slot, CaptureGraph(capture_stream, call), budget)) return false;
     }
     return Replay(slot, stream, budget);
   }
@@ -70,8 +83,8 @@ class GraphReplays {
   };
   // The slot of `key` (marked used), or null after remembering a first sight (evicting the least recently used).
   Slot* Touch(const ReplayKey& key, int64_t* budget);
-  bool BeginCapture(cudaStream_t capture_stream, Slot* slot);
-  bool EndCapture(cudaStream_t capture_stream, bool called, Slot* slot, int64_t* budget);
+  // Stores a captured graph in the slot (false, and the slot failed, when exec is null).
+  bool Keep(Slot* slot, cudaGraphExec_t exec, int64_t* budget);
   bool Replay(Slot* slot, cudaStream_t stream, int64_t* budget);
   bool Fail(Slot* slot);
   std::vector<Slot> slots_;

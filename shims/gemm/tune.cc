@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "shims/common/env.h"
+#include "shims/gemm/replay.h"
 #include "shims/gemm/stats.h"
 
 namespace aotirt {
@@ -41,41 +42,31 @@ class Timer {
   Timer(const Timer&) = delete;
   Timer& operator=(const Timer&) = delete;
   bool ok() const { return ok_; }
-  cudaStream_t stream() const { return stream_; }
 
-  // A graph of `reps` calls of `launch` captured on the private stream (thread-local capture mode: other threads'
-  // CUDA calls are not affected), or null when a call fails or capture is refused.
+  // A graph of `reps` calls of `launch` on the private stream, or null when a call fails or capture is refused.
   template <typename F>
   cudaGraphExec_t Capture(int reps, F&& launch) {
-    if (cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal) != cudaSuccess) return Fail(nullptr);
-    bool ok = true;
-    for (int r = 0; r < reps && ok; ++r) ok = launch(stream_);
-    cudaGraph_t graph = nullptr;
-    const cudaError_t end = cudaStreamEndCapture(stream_, &graph);
-    cudaGraphExec_t exec = nullptr;
-    if (ok && end == cudaSuccess && graph != nullptr &&
-        cudaGraphInstantiateWithFlags(&exec, graph, 0) != cudaSuccess)
-      exec = nullptr;
-    if (graph != nullptr) (void)cudaGraphDestroy(graph);
-    (void)cudaGetLastError();
-    return exec;
+    return CaptureGraph(stream_, [&](cudaStream_t s) {
+      for (int r = 0; r < reps; ++r)
+        if (!launch(s)) return false;
+      return true;
+    });
   }
 
   // Microseconds of one replay of `exec`, or a negative value on a CUDA error.
   float Time(cudaGraphExec_t exec) {
     if (cudaEventRecord(start_, stream_) != cudaSuccess || cudaGraphLaunch(exec, stream_) != cudaSuccess ||
         cudaEventRecord(stop_, stream_) != cudaSuccess || cudaEventSynchronize(stop_) != cudaSuccess)
-      return Fail(-1.0f);
+      return Fail();
     float ms = 0.0f;
-    if (cudaEventElapsedTime(&ms, start_, stop_) != cudaSuccess) return Fail(-1.0f);
+    if (cudaEventElapsedTime(&ms, start_, stop_) != cudaSuccess) return Fail();
     return ms * 1000.0f;
   }
 
  private:
-  template <typename T>
-  T Fail(T v) {
+  float Fail() {
     (void)cudaGetLastError();
-    return v;
+    return -1.0f;
   }
   cudaStream_t stream_ = nullptr;
   cudaEvent_t start_ = nullptr, stop_ = nullptr;

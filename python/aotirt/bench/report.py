@@ -6,18 +6,15 @@ from typing import Any
 from aotirt.bench.models import MODELS
 from aotirt.bench.variants import FIXED, TORCH_COMPILE, VARIANTS
 
+def _row(rows: list, model: str, variant: str, graphs: bool) -> dict:
+    for r in rows:
+        if r.get("model") == model and r.get("variant") == variant and bool(r.get("graphs")) == graphs:
+            return r
+    return {}
+
+
 def _ms(rows: list, model: str, variant: str, graphs: bool) -> float | None:
-    for r in rows:
-        if r.get("model") == model and r.get("variant") == variant and bool(r.get("graphs")) == graphs:
-            return r.get("ms")
-    return None
-
-
-def _run(rows: list, model: str, variant: str, graphs: bool) -> str | None:
-    for r in rows:
-        if r.get("model") == model and r.get("variant") == variant and bool(r.get("graphs")) == graphs:
-            return r.get("run")
-    return None
+    return _row(rows, model, variant, graphs).get("ms")
 
 
 def targets(rows: list) -> list:
@@ -29,7 +26,7 @@ def targets(rows: list) -> list:
 
     def add(target, model, graphs, value, limit, better, detail, uses=()):
         met = None if value is None else (value <= limit if better == "le" else value >= limit)
-        runs = {_run(rows, model, v, g) for v, g in uses} - {None}
+        runs = {_row(rows, model, v, g).get("run") for v, g in uses} - {None}
         if len(runs) > 1:
             met = None
             detail += "; rows from different runs, not side by side"

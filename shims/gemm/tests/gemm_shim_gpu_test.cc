@@ -339,7 +339,7 @@ TEST_F(GemmGpu, FirstCallOfAProblemTimesTheCandidatesOnceAndStaysCorrect) {
     }
     const auto s = aotirt::gemm::Stats();
     EXPECT_EQ(s.plan_cache_misses, 1);
-    EXPECT_LE(s.tuned, 1);  // 0 only when the heuristic offered a single algorithm
+    EXPECT_EQ(s.tuned, 1);  // the heuristic offers several algorithms for these shapes (seen on the H200)
     EXPECT_LE(s.tuned_changed, s.tuned);
     std::printf("%s: tuned %lld, changed %lld\n", c.Describe().c_str(), static_cast<long long>(s.tuned),
                 static_cast<long long>(s.tuned_changed));
