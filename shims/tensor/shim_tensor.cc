@@ -47,7 +47,11 @@ Tensor* NewBlobTensor(const char* fn, void* data, int64_t ndim, const int64_t* s
   AOTIRT_CHECK(storage_offset >= 0, fn, "storage_offset is negative (", storage_offset, ")");
   AOTIRT_CHECK(device_type == aotirt::kDeviceCPU || device_type == aotirt::kDeviceCUDA, fn,
                "unsupported device type ", device_type, " (cpu=0, cuda=1)");
-  AOTIRT_CHECK(device_index >= 0, fn, "device index is negative (", device_index, ")");
+  if (device_type == aotirt::kDeviceCPU)  // torch: "CPU device index must be -1 or zero"
+    AOTIRT_CHECK(device_index == 0 || device_index == -1, fn, "a CPU tensor's device index must be -1 or 0, got ",
+                 device_index);
+  else
+    AOTIRT_CHECK(device_index >= 0, fn, "device index is negative (", device_index, ")");
   int64_t elems = aotirt::RequiredStorageElements(fn, ndim, sizes_ptr, strides_ptr);
   AOTIRT_CHECK(data != nullptr || elems == 0, fn, "data is null for a non-empty tensor");
   int64_t nbytes = 0;
@@ -126,7 +130,8 @@ AOTIRT_GETTER(aoti_torch_get_dim, int64_t, t->dim())
 AOTIRT_GETTER(aoti_torch_get_numel, int64_t, t->numel())
 AOTIRT_GETTER(aoti_torch_get_dtype, int32_t, static_cast<int32_t>(t->dtype()))
 AOTIRT_GETTER(aoti_torch_get_device_type, int32_t, t->device_type())
-AOTIRT_GETTER(aoti_torch_get_device_index, int32_t, t->device_index())
+// torch: a CPU tensor's device has no index (-1), whatever index it was created with.
+AOTIRT_GETTER(aoti_torch_get_device_index, int32_t, t->is_cuda() ? t->device_index() : -1)
 AOTIRT_GETTER(aoti_torch_get_layout, int32_t, ((void)t, aotirt::kLayoutStrided))
 AOTIRT_GETTER(aoti_torch_is_contiguous, bool, t->is_contiguous())
 

@@ -82,6 +82,22 @@ TEST_F(FromBlob, CudaBlobKeepsItsDeviceWithoutTouchingTheMemory) {
   EXPECT_EQ(idx, 3);
 }
 
+TEST_F(FromBlob, CpuTensorsReportNoDeviceIndexLikeTorch) {
+  // torch's CPU device has index -1, and a CPU tensor created with index 0 (what AOTInductor passes) reports -1.
+  float data[4] = {0};
+  int64_t sizes[] = {4}, strides[] = {1};
+  for (int32_t given : {0, -1}) {
+    AtenTensorHandle t = nullptr;
+    ASSERT_SHIM_OK(aoti_torch_create_tensor_from_blob(data, 1, sizes, strides, 0, kF32, kCPU, given, &t));
+    Own(t);
+    int32_t dev = 7, idx = 7;
+    EXPECT_SHIM_OK(aoti_torch_get_device_type(t, &dev));
+    EXPECT_SHIM_OK(aoti_torch_get_device_index(t, &idx));
+    EXPECT_EQ(dev, kCPU);
+    EXPECT_EQ(idx, -1) << "created with index " << given;
+  }
+}
+
 TEST_F(FromBlob, NullReturnPointerFails) {
   float data[2];
   int64_t sizes[] = {2}, strides[] = {1};
@@ -156,6 +172,8 @@ TEST_F(FromBlob, BadDevicesFail) {
                     "unsupported device type 99");
   EXPECT_SHIM_ERROR(aoti_torch_create_tensor_from_blob(data, 1, sizes, strides, 0, kF32, kCUDA, -1, &t), kFn,
                     "device index is negative (-1)");
+  EXPECT_SHIM_ERROR(aoti_torch_create_tensor_from_blob(data, 1, sizes, strides, 0, kF32, kCPU, 1, &t), kFn,
+                    "a CPU tensor's device index must be -1 or 0, got 1");
   EXPECT_EQ(t, nullptr);
 }
 

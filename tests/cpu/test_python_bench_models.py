@@ -263,6 +263,14 @@ class Scripted:
             raise RuntimeError("compile exploded")
         return argparse.Namespace(variant=variant, info={"compile_s": 1.0})
 
+    def precompile(self, ctx, variant):
+        self.setups.append((ctx.name, variant))
+        self.clock.t += self.compile_cost
+        if (ctx.name, variant) in self.fail_setup:
+            raise RuntimeError("compile exploded")
+        self.needs.discard(variant)  # now cached
+        return self.compile_cost
+
     def measure(self, ctx, h, graphs):
         self.clock.t += 1.0
         if (ctx.name, h.variant, graphs) in self.fail_measure:
@@ -339,6 +347,26 @@ def test_a_skip_never_replaces_a_measured_row(tmp_path):
                             Scripted(Clock(), all_ms(("gemma",), ("eager",), 7.0)), clock=Clock(),
                             say=lambda m: None)
     assert [r["ms"] for r in res3["rows"]] == [7.0, 7.0] and len(res3["runs"]) == 1
+
+
+def test_compile_only_fills_the_cache_within_the_budget_and_writes_no_rows(tmp_path):
+    from aotirt.bench.run import precompile
+    clock = Clock()
+    needs = {"aotirt_triton", "aotirt_aten_triton", "aotirt_aten", "torch_compile"}
+    be = Scripted(clock, {}, needs=needs, compile_cost=100.0, fail_setup={("pi05", "aotirt_aten")})
+    args = args_for(tmp_path, models="pi05", budget_s=205, compile_only=True,
+                    variants="eager,aotirt_triton,aotirt_aten,aotirt_aten_triton,torch_compile")
+    res = precompile(args, be, clock=clock, say=lambda m: None)
+    by = {d["variant"]: d for d in res["compiled"]}
+    assert by["eager"]["cached"] and by["aotirt_triton"]["compile_s"] == 100.0
+    assert by["aotirt_aten"]["error"] == "compile failed: RuntimeError: compile exploded"  # recorded, the run goes on
+    assert by["aotirt_aten_triton"]["error"] == "skipped: time budget" and not res["complete"]
+    assert be.setups == [("pi05", "aotirt_triton"), ("pi05", "aotirt_aten")] and be.released == ["pi05"]
+    assert not os.path.exists(tmp_path / "res" / "models.json")  # measures nothing, touches no results
+    # Through main(): a CPU device cannot compile; the run says so and exits 1 without results.
+    assert bm.main(["--out", str(tmp_path / "res"), "--device", "cpu", "--tiny", "--models", "gemma",
+                    "--variants", "eager,aotirt_aten", "--compile-only", "--cache-dir", str(tmp_path / "c")]) == 1
+    assert not os.path.exists(tmp_path / "res" / "models.json")
 
 
 def test_out_of_time_before_a_model_skips_it(tmp_path):

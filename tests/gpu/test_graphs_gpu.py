@@ -65,3 +65,24 @@ def test_graph_outputs_are_overwritten_by_next_replay():
     torch.cuda.synchronize()
     assert a.data_ptr() == b.data_ptr()  # static buffers, as documented
     assert not torch.equal(a, a_copy)
+
+
+@requires_gpu
+def test_replay_with_wrong_inputs_is_an_error_and_the_graph_keeps_working():
+    import aotirt
+    from aotirt import errors as aerrors
+    model, path, make_inputs, dt = build("mlp", "float32")
+    graphed = aotirt.capture(aotirt.load(path), *make_inputs(dt))
+    with pytest.raises(aerrors.InputError, match="takes 1 input"):
+        graphed()
+    with pytest.raises(aerrors.RunError, match=r"graph input 0 has 960 elements, the graph was captured with 768"):
+        graphed(torch.randn(10, 96, device="cuda"))
+    # Same element count, other dtype or shape: refused like an eager run (copy_ would convert or reshape silently).
+    with pytest.raises(aerrors.RunError, match=r"graph input 0 has dtype code 5, the graph was captured with 6"):
+        graphed(torch.randn(8, 96, device="cuda", dtype=torch.float16))
+    with pytest.raises(aerrors.RunError, match=r"graph input 0 has shape \[96, 8\], the graph was captured with "
+                                               r"\[8, 96\]"):
+        graphed(torch.randn(96, 8, device="cuda"))
+    x = make_inputs(dt)
+    with torch.no_grad():
+        torch.testing.assert_close(graphed(*x), model(*x), **TOL["float32"])

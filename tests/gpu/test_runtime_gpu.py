@@ -259,3 +259,30 @@ def test_wrong_inputs_are_errors_not_crashes():
     # Still usable afterwards.
     x = make_inputs(dt)[0]
     assert runner(x).shape == (8, 40)
+
+
+@requires_gpu
+def test_native_run_checks_what_python_checks_first():
+    """The C++ Model::Run refuses bad inputs itself (for the C++ runner and other callers of _C): wrong count,
+    a dtype DLPack cannot map, a wrong dtype; each capsule is released, and the model keeps running."""
+    import aotirt
+    model, path, make_inputs, dt = build("mlp", "float32")
+    runner = aotirt.load(path)
+    native, stream = runner._model, torch.cuda.current_stream().cuda_stream
+    with pytest.raises(RuntimeError, match=r"takes 1 inputs, got 0"):
+        native.run([], stream)
+    with pytest.raises(RuntimeError, match=r"unsupported DLPack dtype \(code 5, bits 64\)"):
+        native.run([torch.zeros(8, 96, dtype=torch.complex64, device="cuda").__dlpack__()], stream)
+    with pytest.raises(RuntimeError, match=r"dtype code 5, the model was compiled for"):
+        native.run([torch.zeros(8, 96, dtype=torch.float16, device="cuda").__dlpack__()], stream)
+    with pytest.raises(RuntimeError, match=r"not an unconsumed DLPack capsule"):
+        native.run([object()], stream)
+    before = torch.cuda.memory_allocated()
+    for _ in range(50):  # refused capsules are freed by their own deleters (no leak of the producer's memory)
+        with pytest.raises(RuntimeError):
+            native.run([torch.empty(1 << 20, dtype=torch.complex64, device="cuda").__dlpack__()], stream)
+    torch.cuda.synchronize()
+    assert torch.cuda.memory_allocated() == before
+    x = make_inputs(dt)
+    with torch.no_grad():
+        _assert_close(runner(*x), model(*x), "float32")

@@ -14,7 +14,12 @@ export AOTIRT_SHIM_LIB="$B/lib/libaoti_cuda_shims.so"
 export AOTIRT_RUN="$B/bin/aotirt_run"
 export AOTIRT_BUNDLE="$B"
 export AOTIRT_GEMM_HOST_BENCH="$B/tools/gemm_host_bench"
-export TORCHINDUCTOR_CACHE_DIR="${TORCHINDUCTOR_CACHE_DIR:-/tmp/aotirt_inductor_cache}"
+# Compile caches in the repo's ignored .gpucache/: a warm device machine keeps them between calls, so a benchmark
+# can compile in one call (benchmarks/models.py --compile-only) and time everything side by side in the next.
+GPUCACHE="$ROOT/.gpucache"
+export TORCHINDUCTOR_CACHE_DIR="${TORCHINDUCTOR_CACHE_DIR:-$GPUCACHE/inductor}"
+export TRITON_CACHE_DIR="${TRITON_CACHE_DIR:-$GPUCACHE/triton}"
+export AOTIRT_BENCH_CACHE="${AOTIRT_BENCH_CACHE:-$GPUCACHE/packages}"
 PY="${PYTHON:-python3}"
 # Test the wheel users get: pip-install the bundled cp312 wheel into a folder and import aotirt from there
 # (AOTIRT_USE_BUNDLE_PY=1 uses the unpacked bundle instead).

@@ -105,7 +105,8 @@ DLManagedTensor* ToDLPack(AtenTensorHandle handle) {
   e->strides.assign(strides, strides + dim);
   DLTensor& t = e->managed.dl_tensor;
   t.data = data;
-  t.device = {dev_type == aoti_torch_device_type_cuda() ? kDLCUDA : kDLCPU, dev_index};
+  const bool cuda = dev_type == aoti_torch_device_type_cuda();
+  t.device = {cuda ? kDLCUDA : kDLCPU, cuda ? dev_index : 0};  // DLPack's CPU device is 0; the shims say -1
   t.ndim = static_cast<int32_t>(dim);
   t.dtype = FromC10(dtype);
   t.shape = e->shape.data();

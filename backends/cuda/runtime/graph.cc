@@ -2,6 +2,9 @@
 // with new input data copied into those buffers. Removes the per-kernel launch cost for small models.
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <string>
+
 #include "backends/cuda/runtime/runtime.h"
 
 namespace aotirt {
@@ -109,14 +112,32 @@ std::vector<AtenTensorHandle> CapturedModel::Replay(const std::vector<AtenTensor
     throw RuntimeError("package '" + pkg + "': the captured graph takes " + std::to_string(static_inputs_.size()) +
                        " inputs, got " + std::to_string(inputs.size()));
   const int32_t dev = model_->device_index();
+  // Every input is checked before any is copied: a refused call leaves the static inputs as they were.
   for (size_t i = 0; i < inputs.size(); ++i) {
-    // Same shape and dtype as captured (checked by copy_): the graph's kernels are fixed.
-    int64_t n_in = 0, n_st = 0;
-    CheckShim(aoti_torch_get_numel(inputs[i], &n_in), "graph input " + std::to_string(i));
-    CheckShim(aoti_torch_get_numel(static_inputs_[i].get(), &n_st), "graph input " + std::to_string(i));
+    // Same shape and dtype as captured: the graph's kernels are fixed, and copy_ would silently convert a dtype
+    // (an eager run refuses one, so does the graph).
+    const std::string what = "graph input " + std::to_string(i);
+    int64_t n_in = 0, n_st = 0, d_in = 0, d_st = 0, *s_in = nullptr, *s_st = nullptr;
+    int32_t t_in = -1, t_st = -1;
+    CheckShim(aoti_torch_get_numel(inputs[i], &n_in), what);
+    CheckShim(aoti_torch_get_numel(static_inputs_[i].get(), &n_st), what);
     if (n_in != n_st)
-      throw RuntimeError("graph input " + std::to_string(i) + " has " + std::to_string(n_in) +
-                         " elements, the graph was captured with " + std::to_string(n_st));
+      throw RuntimeError(what + " has " + std::to_string(n_in) + " elements, the graph was captured with " +
+                         std::to_string(n_st));
+    CheckShim(aoti_torch_get_dtype(inputs[i], &t_in), what);
+    CheckShim(aoti_torch_get_dtype(static_inputs_[i].get(), &t_st), what);
+    if (t_in != t_st)
+      throw RuntimeError(what + " has dtype code " + std::to_string(t_in) + ", the graph was captured with " +
+                         std::to_string(t_st) + " (c10 codes: 5 float16, 6 float32, 15 bfloat16, ...)");
+    CheckShim(aoti_torch_get_dim(inputs[i], &d_in), what);
+    CheckShim(aoti_torch_get_dim(static_inputs_[i].get(), &d_st), what);
+    CheckShim(aoti_torch_get_sizes(inputs[i], &s_in), what);
+    CheckShim(aoti_torch_get_sizes(static_inputs_[i].get(), &s_st), what);
+    if (d_in != d_st || !std::equal(s_in, s_in + d_in, s_st))
+      throw RuntimeError(what + " has shape " + Dims(s_in, d_in) + ", the graph was captured with " +
+                         Dims(s_st, d_st));
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
     if (inputs[i] != static_inputs_[i].get())
       CopyOnStream(static_inputs_[i].get(), inputs[i], dev, stream_, "graph input " + std::to_string(i));
   }

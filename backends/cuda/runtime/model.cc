@@ -245,13 +245,11 @@ Model::~Model() {
   if (memfd_ >= 0) close(memfd_);
 }
 
-namespace {
-std::string Dims(const std::vector<int64_t>& v) {
+std::string Dims(const int64_t* sizes, int64_t dim) {
   std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  for (int64_t d = 0; d < dim; ++d) s += (d ? ", " : "") + std::to_string(sizes[d]);
   return s + "]";
 }
-}  // namespace
 
 AtenTensorHandle Model::CheckedInput(size_t i, AtenTensorHandle in, void* stream) {
   const std::string what = "input " + std::to_string(i) + " (" + input_names_[i] + ")";
@@ -274,7 +272,8 @@ AtenTensorHandle Model::CheckedInput(size_t i, AtenTensorHandle in, void* stream
   bool shape_ok = shape.size() == spec.shape.size();
   for (size_t d = 0; shape_ok && d < shape.size(); ++d) shape_ok = spec.shape[d] < 0 || spec.shape[d] == shape[d];
   if (!shape_ok)
-    throw RuntimeError(what + " has shape " + Dims(shape) + ", the model was compiled for " + Dims(spec.shape) +
+    throw RuntimeError(what + " has shape " + Dims(shape.data(), dim) + ", the model was compiled for " +
+                       Dims(spec.shape.data(), static_cast<int64_t>(spec.shape.size())) +
                        " (-1 = dynamic)");
   bool strides_ok = spec.strides.size() == st.size();
   for (size_t d = 0; strides_ok && d < st.size(); ++d)

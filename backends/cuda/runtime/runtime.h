@@ -134,6 +134,8 @@ class AOTIRT_RUNTIME_API CapturedModel {
 
 // Throws RuntimeError(what + the shims' last error) when err != 0.
 AOTIRT_RUNTIME_API void CheckShim(AOTITorchError err, const std::string& what);
+// "[2, 3]": a shape in error messages.
+std::string Dims(const int64_t* sizes, int64_t dim);
 
 }  // namespace aotirt
 #endif  // AOTIRT_BACKENDS_CUDA_RUNTIME_RUNTIME_H_

@@ -11,7 +11,7 @@ import aotirt.bench
 from aotirt.bench.cuda import CudaBench
 from aotirt.bench.models import MODELS
 from aotirt.bench.report import markdown, plot, targets
-from aotirt.bench.run import load_existing, out_paths, run_benchmark
+from aotirt.bench.run import load_existing, out_paths, precompile, run_benchmark
 from aotirt.bench.variants import DEFAULT_VARIANTS, VARIANTS
 
 def _csv(valid: tuple, default: tuple, what: str) -> Callable[[str], tuple]:
@@ -46,9 +46,10 @@ def parse_args(argv: list | None = None, default_out: str | None = None) -> argp
                          "to fit a 600 s device call)")
     ap.add_argument("--compile-reserve-s", type=float, default=150.0,
                     help="a step that must compile (not in the cache) starts only with this much budget left")
-    ap.add_argument("--cache-dir", default=os.path.join(tempfile.gettempdir(), "aotirt_bench_models_cache"),
+    ap.add_argument("--cache-dir", default=os.environ.get("AOTIRT_BENCH_CACHE")
+                    or os.path.join(tempfile.gettempdir(), "aotirt_bench_models_cache"),
                     help="compiled packages, reused between variants and runs (keyed by model, options, versions "
-                         "and the benchmark's source)")
+                         "and the benchmark's source; default: $AOTIRT_BENCH_CACHE or %(default)s)")
     ap.add_argument("--no-merge", dest="merge", action="store_false",
                     help="start a fresh JSON instead of updating the rows of an existing one")
     ap.add_argument("--device", default="cuda", help="cuda (default) or cpu (eager-only smoke runs)")
@@ -57,6 +58,9 @@ def parse_args(argv: list | None = None, default_out: str | None = None) -> argp
                     help="also profile each no-graphs row (kernels and GPU busy time per call, top kernels)")
     ap.add_argument("--auto-rounds", type=int, default=None, help="AUTO timing rounds (default 3, 2 with --quick)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--compile-only", action="store_true",
+                    help="time nothing: compile every variant into --cache-dir (and Inductor's caches) within the "
+                         "budget, so a later run times them all side by side without compiling")
     ap.add_argument("--report-only", action="store_true",
                     help="run nothing: rewrite models.md and models.png from the JSON at --out (e.g. where "
                          "matplotlib is installed)")
@@ -87,6 +91,12 @@ def main(argv: list | None = None, default_out: str | None = None) -> int:
         say(plot(result, paths["png"]))
         print(markdown(result))
         return 0
+    if args.compile_only:
+        say(f"compile only: models {','.join(args.models)}; variants {','.join(args.variants)}; budget "
+            f"{args.budget_s:.0f} s; cache {args.cache_dir}")
+        res = precompile(args, CudaBench(args, say), say=say)
+        say(f"compile only: {'complete' if res['complete'] else 'INCOMPLETE'} in {res['elapsed_s']} s")
+        return 0 if res["complete"] else 1
     say(f"models {','.join(args.models)}; variants {','.join(args.variants)}; graphs {args.graphs}; budget "
         f"{args.budget_s:.0f} s; cache {args.cache_dir}")
     result = run_benchmark(args, CudaBench(args, say), say=say)

@@ -51,6 +51,51 @@ def load_existing(path: str) -> dict:
     return {"rows": []}
 
 
+def precompile(args: argparse.Namespace, backend: Any, *, clock: Callable[[], float] = time.monotonic,
+               say: Callable[[str], None] | None = None) -> dict:
+    """--compile-only: fills the package cache (and Inductor's own caches, for torch.compile) for every (model,
+    variant) within the budget, measures nothing and leaves the results JSON alone. A later run with the same
+    --cache-dir (and TORCHINDUCTOR_CACHE_DIR) then times every variant side by side without compiling: the way to
+    fit a model whose compiles outlast one device call (pi05)."""
+    say = say or (lambda m: print(m, file=sys.stderr, flush=True))
+    t0 = clock()
+    done: list = []
+
+    def left() -> float:
+        return args.budget_s - (clock() - t0)
+
+    for model in args.models:
+        if left() < 10:
+            done.append({"model": model, "variant": None, "error": "skipped: time budget"})
+            continue
+        try:
+            ctx = backend.prepare(model)
+        except Exception as e:  # noqa: BLE001
+            say(traceback.format_exc())
+            done.append({"model": model, "variant": None, "error": f"model setup failed: {_err(e)}"})
+            continue
+        try:
+            for variant in args.variants:
+                if not backend.needs_compile(ctx, variant):
+                    done.append({"model": model, "variant": variant, "compile_s": 0.0, "cached": True})
+                    continue
+                if left() < 10:
+                    done.append({"model": model, "variant": variant, "error": "skipped: time budget"})
+                    continue
+                try:
+                    dt = backend.precompile(ctx, variant)
+                    done.append({"model": model, "variant": variant, "compile_s": round(dt, 1), "cached": False})
+                except Exception as e:  # noqa: BLE001
+                    say(traceback.format_exc())
+                    done.append({"model": model, "variant": variant, "error": f"compile failed: {_err(e)}"})
+                say(f"[{clock() - t0:6.1f}s] {model:7s} {variant:26s} " + (
+                    f"compiled in {done[-1]['compile_s']:.0f} s" if "compile_s" in done[-1] else done[-1]["error"]))
+        finally:
+            backend.release(ctx)
+    return {"compiled": done, "elapsed_s": round(clock() - t0, 1),
+            "complete": all("error" not in d for d in done)}
+
+
 def run_benchmark(args: argparse.Namespace, backend: Any, *, clock: Callable[[], float] = time.monotonic,
                   say: Callable[[str], None] | None = None) -> dict:
     """Runs every (model, variant, graphs) row within the budget; returns the result dict (also written to --out,
