@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (through the device tool), from the repo root with gpu_bundle/ carried:
-#   bash tools/gpu/run.sh [tests|bench|main|all]...
+#   bash tools/gpu/run.sh [tests|verify|cc|memcheck|py|bench|models|main|all|pack]...
 # Writes logs and JSON under $OUT (default ./out) and a summary line per suite. No Bazel there.
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -91,8 +91,26 @@ run_py_tests() {
   tail -1 "$OUT/pytest_gpu.log" | sed 's/^/pytest gpu: /' >> "$summary"
 }
 
+run_models() {
+  # benchmarks/models.py with MODELS_ARGS (e.g. "--models pi05 --compile-only"); merges into a copy of the repo's
+  # results JSON so rows of this run sit beside the recorded ones (the report names each row's run).
+  cp benchmarks/results/models.json "$OUT/models.json" 2>/dev/null || true
+  timeout "${MODELS_TIMEOUT:-580}" $PY benchmarks/models.py --out "$OUT/models.json" ${MODELS_ARGS:-} 2>&1 \
+    | tee "$OUT/models.log" | grep -vE "^\|" | tail -60
+  echo "models: rc ${PIPESTATUS[0]} ($(grep -cE '\] (siglip|gemma|pi05) ' "$OUT/models.log") rows/steps logged)" \
+    | tee -a "$summary"
+}
+
 for s in "${SUITES[@]}"; do
   case "$s" in
+    verify)  # C++ tests and memcheck beside the pytest suite (different resources: sanitizer CPU vs compiles)
+      OUT="$OUT/cc" bash "$0" cc memcheck > "$OUT/verify_cc.txt" 2>&1 &
+      ccpid=$!
+      run_py_tests
+      wait $ccpid
+      sed 's/^/  /' "$OUT/cc/summary.txt" >> "$summary" ;;
+    models) run_models ;;
+    pack) PACK=1 ;;
     tests|all) run_cc_tests; run_memcheck; run_py_tests ;;&
     memcheck) run_memcheck ;;
     cc) run_cc_tests ;;
@@ -105,3 +123,6 @@ for s in "${SUITES[@]}"; do
   esac
 done
 cat "$summary"
+if [[ "${PACK:-0}" == 1 ]]; then  # everything under $OUT as one tarball (the device tool brings back few files)
+  tar czf /tmp/aotirt_logs.tgz -C "$OUT" . && find "$OUT" -mindepth 1 -delete && mv /tmp/aotirt_logs.tgz "$OUT/logs.tgz"
+fi
