@@ -2,6 +2,7 @@
 // cublasLtMatmul call. Descriptors are in lt_plan.cc, cache keys in cache_key.cc, device memory in workspace.cc.
 #include "shims/gemm/executor.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <memory>
@@ -43,10 +44,10 @@ struct CallEntry {
 struct ThreadState {
   const CublasLt* lt = nullptr;
   std::vector<cublasLtHandle_t> handles;
+  ReplayPool replay_pool;  // shared by the replay graphs of every entry in `cache` (declared first: outlives it)
   std::unordered_map<Key, std::unique_ptr<PlanEntry>, BytesHash<Key>> cache;
   std::unordered_map<CallKey, CallEntry, BytesHash<CallKey>> calls;
   std::vector<cudaStream_t> capture_streams;  // per device: where replay graphs are captured (never run)
-  int64_t graph_budget = 1024;                // replay graphs this thread may still create
   ~ThreadState() {
     calls.clear();
     cache.clear();  // destroys the replay graphs
@@ -70,6 +71,19 @@ thread_local ThreadState t_state;
 // Dynamic shapes could make the call cache grow without bound; past this it starts over (entries are only memos of
 // the plan cache, which keeps the descriptors).
 constexpr size_t kMaxCallEntries = 4096;
+
+// Room for one more replay graph in this thread's pool: destroys the graphs of every plan entry that went unused for
+// the pool's stale_after calls (see ReplayPool). Scans only when some graph may have gone stale since the last scan.
+bool MakeReplayRoom(ThreadState& ts) {
+  ReplayPool& p = ts.replay_pool;
+  if (p.live < p.max_graphs) return true;
+  if (p.clock < p.next_scan) return false;
+  const uint64_t cutoff = p.clock > p.stale_after ? p.clock - p.stale_after : 0;
+  uint64_t oldest_kept = UINT64_MAX;
+  for (auto& kv : ts.cache) oldest_kept = std::min(oldest_kept, kv.second->replays.DropGraphsUsedBefore(cutoff));
+  p.next_scan = oldest_kept == UINT64_MAX ? 0 : oldest_kept + p.stale_after;
+  return p.live < p.max_graphs;
+}
 
 cublasLtHandle_t HandleFor(const char* fn, ThreadState& ts, const CublasLt& lt, int32_t device, void* stream) {
   if (static_cast<size_t>(device) >= ts.handles.size()) ts.handles.resize(device + 1, nullptr);
@@ -293,7 +307,7 @@ void Run(const char* fn, GemmPlan& plan, PlanEntry*& entry, Tensor* out, const T
     cudaStream_t capture = ts.CaptureStream(dev);
     if (capture != nullptr &&
         e.replays.Launch(key, cs, capture, [&](cudaStream_t on) { return matmul(on) == CUBLAS_STATUS_SUCCESS; },
-                         &ts.graph_budget))
+                         &ts.replay_pool, [&ts] { return MakeReplayRoom(ts); }))
       return;
   }
   ThrowIf(fn, LtStatus(lt, matmul(cs), "cublasLtMatmul"));
@@ -317,6 +331,21 @@ namespace {
 // float32_matmul_precision, so two packages with different settings can share a process.
 thread_local int t_allow_tf32 = -1;
 }  // namespace
+
+void SetThreadReplayPool(int64_t max_graphs, int64_t stale_after) {
+  ReplayPool& p = t_state.replay_pool;
+  const ReplayPool defaults;
+  p.max_graphs = max_graphs > 0 ? max_graphs : defaults.max_graphs;
+  p.stale_after = stale_after > 0 ? static_cast<uint64_t>(stale_after) : defaults.stale_after;
+  p.next_scan = 0;
+}
+
+int64_t ThreadReplayGraphs() { return t_state.replay_pool.live; }
+
+void ReleaseThreadReplayGraphs() {
+  for (auto& kv : t_state.cache) kv.second->replays.DropGraphsUsedBefore(UINT64_MAX);
+  t_state.replay_pool.next_scan = 0;
+}
 
 void SetAllowTf32(bool allow) { g_allow_tf32.store(allow, std::memory_order_relaxed); }
 void SetThreadAllowTf32(int mode) { t_allow_tf32 = mode < 0 ? -1 : (mode != 0); }

@@ -15,6 +15,12 @@ void SetAllowTf32(bool allow);
 void SetThreadAllowTf32(int mode);
 bool AllowTf32();
 
+// This thread's GEMM replay graph pool (replay.h, ReplayPool): at most max_graphs graphs, those unused for
+// stale_after calls evicted for room; values <= 0 restore the defaults. For tests and tuning.
+void SetThreadReplayPool(int64_t max_graphs, int64_t stale_after);
+int64_t ThreadReplayGraphs();  // graphs alive in this thread's pool
+void ReleaseThreadReplayGraphs();  // destroys them (they are captured again when their arguments repeat)
+
 // The whole GEMM call after the entry's handle and device checks: plans (PlanGemm) and executes. Repeated calls with
 // the same metadata (shapes, strides, dtypes, pointer alignments, beta, alpha, TF32 mode) reuse a per-thread cached
 // plan and cuBLASLt entry. Throws ShimError / NotSupportedError with messages starting with fn.

@@ -31,36 +31,64 @@ cudaGraphExec_t EndGraphCapture(cudaStream_t stream, bool enqueued) {
   return exec;
 }
 
+size_t ReplayKeyHash::operator()(const ReplayKey& k) const {
+  const uintptr_t words[] = {reinterpret_cast<uintptr_t>(k.stream), reinterpret_cast<uintptr_t>(k.a),
+                             reinterpret_cast<uintptr_t>(k.b),      reinterpret_cast<uintptr_t>(k.d),
+                             reinterpret_cast<uintptr_t>(k.bias),   reinterpret_cast<uintptr_t>(k.workspace),
+                             k.alpha_bits,                          k.beta_bits};
+  uint64_t h = 1469598103934665603ull;
+  for (uintptr_t w : words) h = (h ^ static_cast<uint64_t>(w)) * 1099511628211ull;
+  return static_cast<size_t>(h ^ (h >> 29));
+}
+
 GraphReplays::~GraphReplays() {
-  for (Slot& s : slots_)
-    if (s.exec != nullptr) (void)cudaGraphExecDestroy(s.exec);
+  for (Slot& s : lru_) Destroy(&s);
   (void)cudaGetLastError();  // at process exit the context may be gone already
 }
 
-GraphReplays::Slot* GraphReplays::Touch(const ReplayKey& key, int64_t* budget) {
-  ++clock_;
-  for (Slot& s : slots_)
-    if (s.key == key) {
-      s.used = clock_;
-      return &s;
-    }
-  Slot* slot = nullptr;
-  if (static_cast<int>(slots_.size()) < kSlots) {
-    slots_.emplace_back();
-    slot = &slots_.back();
-  } else {
-    slot = &slots_[0];
-    for (Slot& s : slots_)
-      if (s.used < slot->used) slot = &s;
-    if (slot->exec != nullptr) {
-      (void)cudaGraphExecDestroy(slot->exec);
-      ++*budget;
-    }
-    *slot = Slot();
+void GraphReplays::Destroy(Slot* slot) {
+  if (slot->exec == nullptr) return;
+  (void)cudaGraphExecDestroy(slot->exec);
+  slot->exec = nullptr;
+  if (pool_ != nullptr) --pool_->live;
+}
+
+GraphReplays::Slot* GraphReplays::Touch(const ReplayKey& key) {
+  const uint64_t now = ++pool_->clock;
+  auto found = index_.find(key);
+  if (found != index_.end()) {
+    lru_.splice(lru_.begin(), lru_, found->second);  // iterators stay valid
+    found->second->used = now;
+    return &*found->second;
   }
-  slot->key = key;
-  slot->used = clock_;
+  if (lru_.size() >= kMaxSlots) {
+    Slot& last = lru_.back();
+    if (last.exec != nullptr) stats::Add(stats::kGraphEvictions);
+    Destroy(&last);
+    index_.erase(last.key);
+    lru_.pop_back();
+  }
+  lru_.emplace_front();
+  lru_.front().key = key;
+  lru_.front().used = now;
+  index_.emplace(key, lru_.begin());
   return nullptr;
+}
+
+uint64_t GraphReplays::DropGraphsUsedBefore(uint64_t cutoff) {
+  uint64_t oldest_kept = UINT64_MAX;
+  for (Slot& s : lru_) {
+    if (s.exec == nullptr) continue;
+    if (s.used < cutoff) {
+      Destroy(&s);
+      s.evicted = true;
+      stats::Add(stats::kGraphEvictions);
+    } else if (s.used < oldest_kept) {
+      oldest_kept = s.used;
+    }
+  }
+  (void)cudaGetLastError();
+  return oldest_kept;
 }
 
 bool GraphReplays::Fail(Slot* slot) {
@@ -70,19 +98,17 @@ bool GraphReplays::Fail(Slot* slot) {
   return false;
 }
 
-bool GraphReplays::Keep(Slot* slot, cudaGraphExec_t exec, int64_t* budget) {
+bool GraphReplays::Keep(Slot* slot, cudaGraphExec_t exec) {
   if (exec == nullptr) return Fail(slot);
   slot->exec = exec;
-  --*budget;
+  ++pool_->live;
   stats::Add(stats::kGraphCaptures);
   return true;
 }
 
-bool GraphReplays::Replay(Slot* slot, cudaStream_t stream, int64_t* budget) {
+bool GraphReplays::Replay(Slot* slot, cudaStream_t stream) {
   if (cudaGraphLaunch(slot->exec, stream) != cudaSuccess) {
-    (void)cudaGraphExecDestroy(slot->exec);
-    slot->exec = nullptr;
-    ++*budget;
+    Destroy(slot);
     return Fail(slot);
   }
   stats::Add(stats::kGraphReplays);

@@ -10,8 +10,10 @@
 
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <cstdint>
-#include <vector>
+#include <list>
+#include <unordered_map>
 
 namespace aotirt {
 namespace gemm {
@@ -49,10 +51,30 @@ struct ReplayKey {
   }
 };
 
-// The replays of one plan entry: a few argument sets (LRU), each seen once (no graph yet) or with its graph.
+// Hash of a ReplayKey (its fields are pointers and bit patterns; no padding).
+struct ReplayKeyHash {
+  size_t operator()(const ReplayKey& k) const;
+};
+
+// Per thread: what the replay graphs of all its plan entries share. `clock` counts the thread's replayable calls;
+// at most `max_graphs` graphs live at once. When a new graph is wanted and none is free, graphs unused for
+// `stale_after` calls (those of a model that was unloaded, say) are destroyed to make room; graphs in use are never
+// destroyed for room, so a working set larger than the pool runs its extra calls through cublasLtMatmul instead of
+// thrashing. Should an evicted graph's arguments come back (a working set cycling over more than `stale_after`
+// calls), `stale_after` doubles.
+struct ReplayPool {
+  int64_t max_graphs = 1024;
+  uint64_t stale_after = 4096;
+  int64_t live = 0;        // graphs alive in this thread
+  uint64_t clock = 0;
+  uint64_t next_scan = 0;  // no graph can be stale before this tick (a scan found none older)
+};
+
+// The replays of one plan entry: the argument sets seen recently (LRU, up to kMaxSlots), each seen once (no graph
+// yet) or with its graph.
 class GraphReplays {
  public:
-  static constexpr int kSlots = 8;
+  static constexpr size_t kMaxSlots = 256;
   GraphReplays() = default;
   ~GraphReplays();
   GraphReplays(const GraphReplays&) = delete;
@@ -61,34 +83,45 @@ class GraphReplays {
   // Replays the graph of `key` on `stream` and returns true; or, for arguments seen once before, captures `call`
   // (a bool(cudaStream_t) that enqueues the GEMM on the stream it is given) on `capture_stream` into a graph, then
   // replays it. Returns false (the caller runs the GEMM itself) for arguments seen for the first time, when capture
-  // or launch fails (those arguments are then never tried again), or when `budget` (graphs this thread may still
-  // create; decremented per graph, incremented per graph destroyed) is 0.
-  template <typename Call>
-  bool Launch(const ReplayKey& key, cudaStream_t stream, cudaStream_t capture_stream, Call&& call, int64_t* budget) {
-    Slot* slot = Touch(key, budget);
+  // or launch fails (those arguments are then never tried again), or when the pool is full and `make_room()` (a
+  // bool(), see ReplayPool) frees nothing. All GraphReplays of one thread use that thread's pool.
+  template <typename Call, typename MakeRoom>
+  bool Launch(const ReplayKey& key, cudaStream_t stream, cudaStream_t capture_stream, Call&& call, ReplayPool* pool,
+              MakeRoom&& make_room) {
+    pool_ = pool;
+    Slot* slot = Touch(key);
     if (slot == nullptr || slot->failed) return false;
     if (slot->exec == nullptr) {
-      if (*budget <= 0) return false;
-      if (!Keep(slot, CaptureGraph(capture_stream, call), budget)) return false;
+      if (slot->evicted && pool->stale_after < (uint64_t{1} << 40)) pool->stale_after *= 2;  // came back: too eager
+      slot->evicted = false;
+      if (pool->live >= pool->max_graphs && !make_room()) return false;
+      if (!Keep(slot, CaptureGraph(capture_stream, call))) return false;
     }
-    return Replay(slot, stream, budget);
+    return Replay(slot, stream);
   }
+
+  // Destroys the graphs last used before `cutoff` (a pool clock value); returns the oldest last use among the graphs
+  // kept (UINT64_MAX when none is left).
+  uint64_t DropGraphsUsedBefore(uint64_t cutoff);
 
  private:
   struct Slot {
     ReplayKey key;
     cudaGraphExec_t exec = nullptr;
     bool failed = false;
+    bool evicted = false;  // its graph was destroyed for room
     uint64_t used = 0;
   };
-  // The slot of `key` (marked used), or null after remembering a first sight (evicting the least recently used).
-  Slot* Touch(const ReplayKey& key, int64_t* budget);
-  // Stores a captured graph in the slot (false, and the slot failed, when exec is null).
-  bool Keep(Slot* slot, cudaGraphExec_t exec, int64_t* budget);
-  bool Replay(Slot* slot, cudaStream_t stream, int64_t* budget);
+  // The slot of `key` (moved to the front), or null after remembering a first sight (forgetting the least recently
+  // used slot past kMaxSlots).
+  Slot* Touch(const ReplayKey& key);
+  bool Keep(Slot* slot, cudaGraphExec_t exec);
+  bool Replay(Slot* slot, cudaStream_t stream);
   bool Fail(Slot* slot);
-  std::vector<Slot> slots_;
-  uint64_t clock_ = 0;
+  void Destroy(Slot* slot);
+  std::list<Slot> lru_;  // most recently used first
+  std::unordered_map<ReplayKey, std::list<Slot>::iterator, ReplayKeyHash> index_;
+  ReplayPool* pool_ = nullptr;
 };
 
 }  // namespace gemm

@@ -26,6 +26,7 @@ GemmStats Stats() {
   s.graph_captures = g(stats::kGraphCaptures);
   s.graph_replays = g(stats::kGraphReplays);
   s.graph_capture_failures = g(stats::kGraphCaptureFailures);
+  s.graph_evictions = g(stats::kGraphEvictions);
   return s;
 }
 

@@ -24,6 +24,7 @@ struct GemmStats {
   int64_t graph_captures = 0;        // one-call graphs captured for repeated arguments (replay.h)
   int64_t graph_replays = 0;         // calls served by cudaGraphLaunch instead of cublasLtMatmul
   int64_t graph_capture_failures = 0;
+  int64_t graph_evictions = 0;       // replay graphs destroyed to make room (stale, or past a plan's LRU)
 };
 
 GemmStats Stats();
@@ -31,7 +32,7 @@ void ResetStats();
 
 namespace stats {
 enum Counter { kLoads, kLoadFailures, kCalls, kHits, kMisses, kStaged, kSelfCopies, kHeuristicFailures, kTuned, kTunedChanged,
-               kGraphCaptures, kGraphReplays, kGraphCaptureFailures, kCount };
+               kGraphCaptures, kGraphReplays, kGraphCaptureFailures, kGraphEvictions, kCount };
 void Add(Counter c, int64_t n = 1);
 }  // namespace stats
 

@@ -5,8 +5,10 @@
 
 #include <chrono>
 #include <cmath>
+#include <memory>
 #include <thread>
 
+#include "shims/gemm/executor.h"
 #include "shims/gemm/stats.h"
 #include "shims/gemm/replay.h"
 #include "shims/gemm/tune.h"
@@ -472,6 +474,83 @@ TEST_F(GemmGpu, EachArgumentSetHasItsOwnGraph) {
   const auto s = aotirt::gemm::Stats();
   EXPECT_EQ(s.graph_captures, 3);
   EXPECT_EQ(s.graph_replays, 9);
+}
+
+// One plan, many call sites (a 10-step loop over 4 layers calls one shape from 80 places per run): every argument
+// set gets its graph, not just the last few.
+TEST_F(GemmGpu, ManyArgumentSetsOfOnePlanAreAllReplayed) {
+  ReplayMode on(1);
+  TuningMode tuning_off(0);
+  constexpr int kSets = 40;
+  std::vector<Case> cases;
+  std::vector<std::unique_ptr<DeviceCase>> dev;
+  for (int i = 0; i < kSets; ++i) {
+    cases.push_back(LinearCase(DType::kBFloat16, 12, 72, 40, 100 + i));
+    dev.push_back(std::make_unique<DeviceCase>());
+    dev.back()->Upload(cases.back());
+  }
+  aotirt::gemm::ReleaseThreadReplayGraphs();  // an empty pool, whatever earlier tests left
+  aotirt::gemm::ResetStats();
+  for (int round = 0; round < 3; ++round)
+    for (int i = 0; i < kSets; ++i) ASSERT_EQ(CallShim(cases[i], *dev[i]), AOTI_TORCH_SUCCESS) << aotirt_last_error();
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  for (int i = 0; i < kSets; ++i)
+    EXPECT_EQ(CompareOut(cases[i], dev[i]->out.Download(cases[i].out.storage.size())), "") << "set " << i;
+  const auto s = aotirt::gemm::Stats();
+  EXPECT_EQ(s.graph_captures, kSets);      // round 1 captures each set once
+  EXPECT_EQ(s.graph_replays, 2 * kSets);   // rounds 1 and 2 replay
+  EXPECT_EQ(s.graph_evictions, 0);
+}
+
+// The thread's pool is full: graphs in use are kept (the new arguments run cublasLtMatmul), graphs unused for
+// stale_after calls make room, one at a time as they go stale.
+TEST_F(GemmGpu, AFullReplayPoolEvictsOnlyStaleGraphs) {
+  ReplayMode on(1);
+  TuningMode tuning_off(0);
+  struct PoolGuard {
+    PoolGuard() { aotirt::gemm::SetThreadReplayPool(4, 16); }
+    ~PoolGuard() { aotirt::gemm::SetThreadReplayPool(0, 0); }
+  } pool;
+  std::vector<Case> p1;
+  std::vector<std::unique_ptr<DeviceCase>> d1;
+  for (int i = 0; i < 4; ++i) {
+    p1.push_back(LinearCase(DType::kFloat16, 20, 56, 24, 200 + i));
+    d1.push_back(std::make_unique<DeviceCase>());
+    d1.back()->Upload(p1.back());
+  }
+  Case p2 = LinearCase(DType::kFloat16, 28, 40, 16, 210);  // another plan
+  DeviceCase d2;
+  d2.Upload(p2);
+  aotirt::gemm::ReleaseThreadReplayGraphs();  // earlier tests' graphs on this thread
+  ASSERT_EQ(aotirt::gemm::ThreadReplayGraphs(), 0);
+  aotirt::gemm::ResetStats();
+  // Ticks (replayable calls) from here: p1 twice, 1-8: four graphs, used at 5-8; the pool is full.
+  for (int round = 0; round < 2; ++round)
+    for (int i = 0; i < 4; ++i) ASSERT_EQ(CallShim(p1[i], *d1[i]), AOTI_TORCH_SUCCESS) << aotirt_last_error();
+  EXPECT_EQ(aotirt::gemm::Stats().graph_captures, 4);
+  // p2 at ticks 9-38: first seen at 9; from 10 it wants a graph, but p1's are in use (unused for < 16 calls) until
+  // tick 22, when the one last used at 5 is evicted and p2 captured; ticks 22-38 replay p2 (17 replays).
+  for (int call = 0; call < 30; ++call) ASSERT_EQ(CallShim(p2, d2), AOTI_TORCH_SUCCESS) << aotirt_last_error();
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(CompareOut(p2, d2.out.Download(p2.out.storage.size())), "");
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(CompareOut(p1[i], d1[i]->out.Download(p1[i].out.storage.size())), "");
+  auto s = aotirt::gemm::Stats();
+  EXPECT_EQ(s.graph_captures, 5);
+  EXPECT_EQ(s.graph_evictions, 1);
+  EXPECT_EQ(s.graph_replays, 4 + 17);
+  EXPECT_EQ(aotirt::gemm::ThreadReplayGraphs(), 4);
+  // p1 again (ticks 39-42). p1[0]'s graph was evicted, so its return doubles stale_after (16 -> 32: the working set
+  // cycles slower than assumed); under 32, p1[1] (last used at 6) is stale: evicted, p1[0] captured and replayed.
+  // p1[1] comes back next (-> 64) and finds nothing unused for 64 calls: cublasLtMatmul. p1[2], p1[3] replay. The
+  // doubling settles a cycling working set instead of evicting and capturing on every call.
+  for (int i = 0; i < 4; ++i) ASSERT_EQ(CallShim(p1[i], *d1[i]), AOTI_TORCH_SUCCESS) << aotirt_last_error();
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(CompareOut(p1[i], d1[i]->out.Download(p1[i].out.storage.size())), "");
+  s = aotirt::gemm::Stats();
+  EXPECT_EQ(s.graph_captures, 6);
+  EXPECT_EQ(s.graph_evictions, 2);
+  EXPECT_EQ(s.graph_replays, 4 + 17 + 3);
+  EXPECT_EQ(aotirt::gemm::ThreadReplayGraphs(), 4);
 }
 
 TEST_F(GemmGpu, GraphReplayOffRunsCublasLtEveryTime) {
