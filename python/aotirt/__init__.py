@@ -11,13 +11,13 @@ from aotirt.errors import (CliError, Error, ExecuTorchError, InputError, Lowerin
                            RuntimeLoadError, SmallGpuError, SpecError, TensorFileError, UnsupportedPlatformError,
                            UnsupportedShimError)
 from aotirt.lowering import compile  # noqa: A004 (the public name is compile, like torch.compile)
-from aotirt.runtime import DLPackTensor, Runner, load
+from aotirt.runtime import DLPackTensor, Runner, gemm_stats, load
 from aotirt.graphs import CapturedRunner, capture
 from aotirt.specs import CompileOptions, inductor_options
 from aotirt.version import __version__
 
 __all__ = [
-    "compile", "load", "capture", "CapturedRunner", "Runner", "DLPackTensor", "CompileOptions", "inductor_options", "tensorfile",
+    "compile", "load", "capture", "gemm_stats", "CapturedRunner", "Runner", "DLPackTensor", "CompileOptions", "inductor_options", "tensorfile",
     "Error", "SpecError", "LoweringError", "PackageError", "RuntimeLoadError", "RunError", "InputError",
     "TensorFileError", "CliError", "UnsupportedPlatformError", "UnsupportedShimError", "SmallGpuError",
     "ExecuTorchError", "__version__",

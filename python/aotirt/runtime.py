@@ -80,6 +80,14 @@ def _add_nvidia_wheel_dirs(mod) -> None:
             log.debug("cuBLASLt search dir: %s", d)
 
 
+def gemm_stats() -> dict | None:
+    """The GEMM shims' counters since the process started: calls, plan_cache_hits/misses, tuned, graph_captures,
+    graph_replays (calls served from a one-call CUDA graph instead of cublasLtMatmul), graph_evictions, ... None where
+    the shims have no GEMMs (ROCm). Differences around a model call show how its GEMMs ran."""
+    fn = getattr(_native(), "gemm_stats", None)
+    return None if fn is None else fn()
+
+
 def _torch_or_none():
     """torch if importable (imported on first use), else None. Tests monkeypatch this."""
     try:

@@ -4,6 +4,7 @@
 #include "shims/gemm/cublaslt_loader.h"
 #include "shims/gemm/executor.h"
 #include "shims/gemm/planner.h"
+#include "shims/gemm/stats.h"
 #include "shims/include/aotirt/shim.h"
 #include "shims/tensor/tensor.h"
 
@@ -77,6 +78,15 @@ AOTITorchError aoti_torch_cuda__int_mm_out(AtenTensorHandle out, AtenTensorHandl
 AOTIRT_EXPORT void aotirt_gemm_set_allow_tf32(bool allow) { aotirt::gemm::SetAllowTf32(allow); }
 
 AOTIRT_EXPORT void aotirt_gemm_set_thread_allow_tf32(int32_t mode) { aotirt::gemm::SetThreadAllowTf32(mode); }
+
+AOTIRT_EXPORT int32_t aotirt_gemm_stats(int64_t* values, int32_t capacity) {
+  namespace st = aotirt::gemm::stats;
+  for (int32_t i = 0; values != nullptr && i < capacity && i < st::kCount; ++i)
+    values[i] = st::Get(static_cast<st::Counter>(i));
+  return st::kCount;
+}
+
+AOTIRT_EXPORT const char* aotirt_gemm_stat_names(void) { return aotirt::gemm::stats::Names(); }
 
 AOTIRT_EXPORT AOTITorchError aotirt_gemm_add_cublaslt_search_dir(const char* dir) {
   AOTIRT_SHIM_BOUNDARY("aotirt_gemm_add_cublaslt_search_dir", {

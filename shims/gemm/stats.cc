@@ -8,10 +8,15 @@ std::atomic<int64_t> g_counters[stats::kCount];
 
 namespace stats {
 void Add(Counter c, int64_t n) { g_counters[c].fetch_add(n, std::memory_order_relaxed); }
+int64_t Get(Counter c) { return g_counters[c].load(std::memory_order_relaxed); }
+const char* Names() {
+  return "library_loads,library_load_failures,calls,plan_cache_hits,plan_cache_misses,staged_operands,self_copies,"
+         "heuristic_failures,tuned,tuned_changed,graph_captures,graph_replays,graph_capture_failures,graph_evictions";
+}
 }  // namespace stats
 
 GemmStats Stats() {
-  auto g = [](stats::Counter c) { return g_counters[c].load(std::memory_order_relaxed); };
+  auto g = stats::Get;
   GemmStats s;
   s.library_loads = g(stats::kLoads);
   s.library_load_failures = g(stats::kLoadFailures);

@@ -34,6 +34,9 @@ namespace stats {
 enum Counter { kLoads, kLoadFailures, kCalls, kHits, kMisses, kStaged, kSelfCopies, kHeuristicFailures, kTuned, kTunedChanged,
                kGraphCaptures, kGraphReplays, kGraphCaptureFailures, kGraphEvictions, kCount };
 void Add(Counter c, int64_t n = 1);
+int64_t Get(Counter c);
+// "library_loads,library_load_failures,calls,...": every counter's name, in Counter order.
+const char* Names();
 }  // namespace stats
 
 }  // namespace gemm

@@ -409,7 +409,8 @@ def test_targets():
     assert g["value"] == pytest.approx(0.5) and g["met"] is True
     a = t[("AUTO", "siglip", True, "fastest fixed")]
     assert a["value"] == pytest.approx(0.76 / 0.75) and a["met"] is False
-    assert "aotirt_auto chose ATEN,TRITON" in a["detail"]
+    assert "aotirt_auto chose ATEN,TRITON (the fastest)" in a["detail"]  # right choice, its own row timed 1.3% slower
+    assert "chose ATEN,TRITON (the fastest)" in t[("AUTO", "siglip", False, "fastest fixed")]["detail"]
     assert t[("AUTO", "siglip", False, "fastest fixed")]["value"] == pytest.approx(0.905 / 0.9)
     assert t[("AUTO", "siglip", False, "fastest fixed")]["met"] is True
     s = t[("ATEN,TRITON", "siglip", False, "speedup = 1 - aten_triton / triton")]
@@ -420,19 +421,34 @@ def test_targets():
     rows2 = rows + rows_of([("siglip", "aotirt_auto_eager", False, 0.89, {"auto_choice": "ATEN,TRITON"})])
     e = {(x["target"].split(" ")[0], x["model"], x["graphs"]): x for x in bm.targets(rows2)}[("AUTO", "siglip", False)]
     assert e["value"] == pytest.approx(0.89 / 0.9) and e["met"] is True and "aotirt_auto_eager chose" in e["detail"]
+    rows3 = rows + rows_of([("gemma", "aotirt_aten", True, 0.2), ("gemma", "aotirt_auto", True, 0.29,
+                                                                   {"auto_choice": "TRITON"})])
+    w = {(x["target"].split(" ")[0], x["model"], x["graphs"]): x for x in bm.targets(rows3)}[("AUTO", "gemma", True)]
+    assert "chose TRITON (not the fastest)" in w["detail"] and w["met"] is False
     # Missing rows give None, never a crash.
     assert all(x["met"] is None for x in bm.targets(rows_of([("pi05", "aotirt_auto", True, None)])))
+
+
+def test_gemm_delta_counts_one_call():
+    from aotirt.bench.cuda import gemm_delta
+    before = {"calls": 10, "graph_replays": 4, "graph_captures": 2, "tuned": 1, "graph_evictions": 0, "other": 9}
+    after = {"calls": 38, "graph_replays": 30, "graph_captures": 4, "tuned": 1, "graph_evictions": 1, "other": 99}
+    assert gemm_delta(before, after) == {"calls": 28, "graph_replays": 26, "graph_captures": 2, "tuned": 0,
+                                         "graph_evictions": 1}
+    assert gemm_delta(None, after) is None and gemm_delta(before, None) is None  # shims without GEMMs
 
 
 def test_markdown_and_plot(tmp_path):
     rows = rows_of([("siglip", "torch_compile", False, 1.0), ("siglip", "aotirt_triton", False, 0.5),
                     ("siglip", "aotirt_triton", True, 0.25, {"mean_abs_diff": 2e-3}),
-                    ("siglip", "aotirt_auto", False, None, {"error": "setup failed: x|y", "auto_choice": "ATEN"})])
+                    ("siglip", "aotirt_auto", False, None, {"error": "setup failed: x|y", "auto_choice": "ATEN"}),
+                    ("siglip", "aotirt_aten", False, 0.7, {"gemm_per_call": {"calls": 28, "graph_replays": 20}})])
     res = {"meta": {"gpu": "Fake GPU", "torch": "t", "commit": "abc", "run": "now"}, "rows": rows,
            "targets": bm.targets(rows)}
     md = bm.markdown(res)
     assert "| siglip | aotirt_triton | 0.500 | 0.250 | 0.50 | 0.50x | 2.00e-03 |  |" in md
     assert "chose ATEN; no graphs: setup failed: x/y" in md
+    assert "| siglip | aotirt_aten | 0.700 | - | - | 0.70x | - | GEMM shim calls 28/call, 20 replayed |" in md
     assert "| aotirt <= 1.02 x torch.compile (no graphs) | siglip | off | 0.500 | 1.02 | **met** |" in md
     msg = bm.plot(res, str(tmp_path / "p.png"))
     try:

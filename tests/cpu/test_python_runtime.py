@@ -281,3 +281,13 @@ def test_real_native_module_api():
     assert isinstance(native.live_tensor_count(), int)
     assert isinstance(native.last_shim_error(), str)
     assert issubclass(native.RuntimeError, RuntimeError)
+
+
+@needs_native
+def test_gemm_stats_through_the_real_native_module():
+    import aotirt
+    stats = aotirt.gemm_stats()  # the Linux CUDA shims have GEMMs: a dict of every counter, none run here
+    assert list(stats)[:3] == ["library_loads", "library_load_failures", "calls"]
+    assert {"graph_replays", "graph_captures", "graph_evictions", "tuned", "plan_cache_hits"} <= set(stats)
+    assert all(isinstance(v, int) and v >= 0 for v in stats.values())
+    assert stats["calls"] == 0 and stats["graph_replays"] == 0

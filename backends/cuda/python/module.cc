@@ -154,4 +154,26 @@ PYBIND11_MODULE(_C, m) {
     if (fn(dir.c_str()) != AOTI_TORCH_SUCCESS) throw aotirt::RuntimeError(aotirt_last_error());
     return true;
   }, "Adds a folder to search for libcublasLt.so.13; False when these shims have no GEMMs.");
+  m.def("gemm_stats", []() -> py::object {
+    // Linux CUDA shims only: looked up, not linked. None when these shims have no GEMMs.
+    using StatsFn = int32_t (*)(int64_t*, int32_t);
+    using NamesFn = const char* (*)();
+    auto stats = reinterpret_cast<StatsFn>(dlsym(RTLD_DEFAULT, "aotirt_gemm_stats"));
+    auto names = reinterpret_cast<NamesFn>(dlsym(RTLD_DEFAULT, "aotirt_gemm_stat_names"));
+    if (stats == nullptr || names == nullptr) return py::none();
+    std::vector<int64_t> values(static_cast<size_t>(stats(nullptr, 0)));
+    stats(values.data(), static_cast<int32_t>(values.size()));
+    py::dict out;
+    std::string all = names(), name;
+    size_t i = 0;
+    for (size_t p = 0; p <= all.size(); ++p) {
+      if (p == all.size() || all[p] == ',') {
+        if (i < values.size()) out[py::str(name)] = values[i++];
+        name.clear();
+      } else {
+        name.push_back(all[p]);
+      }
+    }
+    return std::move(out);
+  }, "GEMM shim counters (calls, graph_replays, ...) since the process started; None when these shims have no GEMMs.");
 }

@@ -79,6 +79,15 @@ def profile_calls(fn: Callable[[], Any], calls: int = 5, top: int = 8) -> dict:
                             for k, (n, t) in ranked]}
 
 
+def gemm_delta(before: dict | None, after: dict | None) -> dict | None:
+    """GEMM shim counters of one call (aotirt.gemm_stats() around it): calls, and how many were replayed from graphs,
+    newly captured, or tuned. None without counters (no GEMM shims)."""
+    if not before or not after:
+        return None
+    keys = ("calls", "graph_replays", "graph_captures", "tuned", "graph_evictions")
+    return {k: int(after.get(k, 0)) - int(before.get(k, 0)) for k in keys}
+
+
 # -------------------------------------------------------------------------------------------- CUDA backend
 
 @dataclasses.dataclass
@@ -337,6 +346,16 @@ class CudaBench:
             row.update(ms=t["ms"], iters=t["iters"], repeats=t["repeats"], min_ms=t["min_ms"], max_ms=t["max_ms"])
             row["timing"] = ("CUDA graph replay incl. input copy" if graphs else "back-to-back calls") + \
                 (", CUDA events" if self.device.startswith("cuda") else ", host clock")
+            if h.kind == "aotirt" and not graphs and self.device.startswith("cuda"):
+                # How this package's GEMMs ran in one more call: cuBLASLt calls, and how many of them were replayed
+                # from one-call graphs (shims/gemm/replay.h) rather than paying cublasLtMatmul's host time.
+                import aotirt
+                before = aotirt.gemm_stats()
+                fn()
+                torch.cuda.synchronize()
+                g = gemm_delta(before, aotirt.gemm_stats())
+                if g is not None:
+                    row["gemm_per_call"] = g
             if self.args.profile and not graphs and self.device.startswith("cuda"):
                 try:
                     row["profile"] = profile_calls(fn)

@@ -65,6 +65,8 @@ def targets(rows: list) -> list:
             add("AUTO <= 1.01 x fastest fixed", m, graphs,
                 None if a is None or best is None else a / have[best], 1.01, "le",
                 f"fastest fixed: {best} ({FIXED.get(best)}); {av} chose {choice}"
+                + ("" if choice is None or best is None else
+                   " (the fastest)" if choice == FIXED.get(best) else " (not the fastest)")
                 + ("" if len(have) == len(FIXED) else f"; only {sorted(have)} measured"),
                 [(av, graphs)] + [(v, graphs) for v in have])
     for m in [m for m in models if m == "siglip"]:  # 4: ATEN,TRITON vs TRITON on SigLIP
@@ -114,6 +116,9 @@ def markdown(result: dict) -> str:
             for r in rs:
                 if r.get("error"):
                     notes.append(f"{'graphs' if r['graphs'] else 'no graphs'}: {r['error'][:80]}")
+            gemm = next((r.get("gemm_per_call") for r in rs if r.get("gemm_per_call")), None)
+            if gemm and gemm.get("calls"):
+                notes.append(f"GEMM shim calls {gemm['calls']}/call, {gemm.get('graph_replays', 0)} replayed")
             auto_choice = next((r.get("auto_choice") for r in rs if r.get("auto_choice")), None)
             if auto_choice:
                 notes.insert(0, f"chose {auto_choice}")

@@ -82,3 +82,33 @@ TEST(GemmShimErrors, DtypesAndShapes) {
 TEST(GemmShimErrors, NoLeaks) { EXPECT_EQ(aotirt_live_tensor_count(), 0); }
 
 }  // namespace
+
+namespace {
+
+std::vector<std::string> SplitNames(const char* s) {
+  std::vector<std::string> out(1);
+  for (; *s; ++s) {
+    if (*s == ',') out.emplace_back();
+    else out.back().push_back(*s);
+  }
+  return out;
+}
+
+TEST(GemmStatsExport, NamesEveryCounterInOrderAndCopiesAtMostCapacity) {
+  const std::vector<std::string> names = SplitNames(aotirt_gemm_stat_names());
+  const int32_t n = aotirt_gemm_stats(nullptr, 0);
+  ASSERT_EQ(static_cast<int32_t>(names.size()), n);
+  EXPECT_EQ(names[2], "calls");
+  EXPECT_EQ(names[11], "graph_replays");
+  EXPECT_EQ(names.back(), "graph_evictions");
+  std::vector<int64_t> all(n + 2, -7);
+  EXPECT_EQ(aotirt_gemm_stats(all.data(), n + 2), n);
+  for (int32_t i = 0; i < n; ++i) EXPECT_GE(all[i], 0) << names[i];
+  EXPECT_EQ(all[n], -7);  // nothing written past the counters
+  std::vector<int64_t> two(3, -7);
+  EXPECT_EQ(aotirt_gemm_stats(two.data(), 2), n);
+  EXPECT_EQ(two[2], -7);
+  EXPECT_EQ(aotirt_gemm_stats(nullptr, 5), n);  // null values: only the count
+}
+
+}  // namespace

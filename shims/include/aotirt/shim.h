@@ -135,6 +135,10 @@ AOTIRT_EXPORT AOTITorchError aoti_torch_cuda__int_mm_out(AtenTensorHandle out, A
 AOTIRT_EXPORT void aotirt_gemm_set_allow_tf32(bool allow);
 AOTIRT_EXPORT void aotirt_gemm_set_thread_allow_tf32(int32_t mode);
 AOTIRT_EXPORT AOTITorchError aotirt_gemm_add_cublaslt_search_dir(const char* dir);
+// GEMM counters since the process started (or the last reset, tests only): copies min(capacity, N) of them into
+// values and returns N; aotirt_gemm_stat_names() names them, comma-separated, in that order (e.g. "calls,...").
+AOTIRT_EXPORT int32_t aotirt_gemm_stats(int64_t* values, int32_t capacity);
+AOTIRT_EXPORT const char* aotirt_gemm_stat_names(void);
 
 // ---- this library's own API
 // The message of this thread's last failed call ("" if none). Borrowed; valid until the next failing call.
