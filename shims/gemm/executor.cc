@@ -343,7 +343,7 @@ void SetThreadReplayPool(int64_t max_graphs, int64_t stale_after) {
 int64_t ThreadReplayGraphs() { return t_state.replay_pool.live; }
 
 void ReleaseThreadReplayGraphs() {
-  for (auto& kv : t_state.cache) kv.second->replays.DropGraphsUsedBefore(UINT64_MAX);
+  for (auto& kv : t_state.cache) kv.second->replays.DropGraphsUsedBefore(UINT64_MAX, /*for_room=*/false);
   t_state.replay_pool.next_scan = 0;
 }
 

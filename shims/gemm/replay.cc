@@ -75,14 +75,14 @@ GraphReplays::Slot* GraphReplays::Touch(const ReplayKey& key) {
   return nullptr;
 }
 
-uint64_t GraphReplays::DropGraphsUsedBefore(uint64_t cutoff) {
+uint64_t GraphReplays::DropGraphsUsedBefore(uint64_t cutoff, bool for_room) {
   uint64_t oldest_kept = UINT64_MAX;
   for (Slot& s : lru_) {
     if (s.exec == nullptr) continue;
     if (s.used < cutoff) {
       Destroy(&s);
-      s.evicted = true;
-      stats::Add(stats::kGraphEvictions);
+      s.evicted = for_room;
+      if (for_room) stats::Add(stats::kGraphEvictions);
     } else if (s.used < oldest_kept) {
       oldest_kept = s.used;
     }

@@ -101,8 +101,9 @@ class GraphReplays {
   }
 
   // Destroys the graphs last used before `cutoff` (a pool clock value); returns the oldest last use among the graphs
-  // kept (UINT64_MAX when none is left).
-  uint64_t DropGraphsUsedBefore(uint64_t cutoff);
+  // kept (UINT64_MAX when none is left). `for_room`: counted as evictions, and a return of their arguments doubles
+  // the pool's stale_after (false: a plain release).
+  uint64_t DropGraphsUsedBefore(uint64_t cutoff, bool for_room = true);
 
  private:
   struct Slot {

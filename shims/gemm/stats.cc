@@ -1,5 +1,7 @@
 #include "shims/gemm/stats.h"
 
+#include <string>
+
 namespace aotirt {
 namespace gemm {
 namespace {
@@ -10,28 +12,22 @@ namespace stats {
 void Add(Counter c, int64_t n) { g_counters[c].fetch_add(n, std::memory_order_relaxed); }
 int64_t Get(Counter c) { return g_counters[c].load(std::memory_order_relaxed); }
 const char* Names() {
-  return "library_loads,library_load_failures,calls,plan_cache_hits,plan_cache_misses,staged_operands,self_copies,"
-         "heuristic_failures,tuned,tuned_changed,graph_captures,graph_replays,graph_capture_failures,graph_evictions";
+  static const std::string names = [] {
+    std::string all;
+#define AOTIRT_GEMM_STATS_NAME(field, counter) all += (all.empty() ? "" : ",") + std::string(#field);
+    AOTIRT_GEMM_COUNTERS(AOTIRT_GEMM_STATS_NAME)
+#undef AOTIRT_GEMM_STATS_NAME
+    return all;
+  }();
+  return names.c_str();
 }
 }  // namespace stats
 
 GemmStats Stats() {
-  auto g = stats::Get;
   GemmStats s;
-  s.library_loads = g(stats::kLoads);
-  s.library_load_failures = g(stats::kLoadFailures);
-  s.calls = g(stats::kCalls);
-  s.plan_cache_hits = g(stats::kHits);
-  s.plan_cache_misses = g(stats::kMisses);
-  s.staged_operands = g(stats::kStaged);
-  s.self_copies = g(stats::kSelfCopies);
-  s.heuristic_failures = g(stats::kHeuristicFailures);
-  s.tuned = g(stats::kTuned);
-  s.tuned_changed = g(stats::kTunedChanged);
-  s.graph_captures = g(stats::kGraphCaptures);
-  s.graph_replays = g(stats::kGraphReplays);
-  s.graph_capture_failures = g(stats::kGraphCaptureFailures);
-  s.graph_evictions = g(stats::kGraphEvictions);
+#define AOTIRT_GEMM_STATS_GET(field, counter) s.field = stats::Get(stats::counter);
+  AOTIRT_GEMM_COUNTERS(AOTIRT_GEMM_STATS_GET)
+#undef AOTIRT_GEMM_STATS_GET
   return s;
 }
 

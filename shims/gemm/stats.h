@@ -9,30 +9,40 @@
 namespace aotirt {
 namespace gemm {
 
+// Every counter once: X(field name, enum name), in the order aotirt_gemm_stats reports them.
+#define AOTIRT_GEMM_COUNTERS(X)                                                                                    \
+  X(library_loads, kLoads)               /* successful dlopen of cuBLASLt (0 or 1) */                              \
+  X(library_load_failures, kLoadFailures)                                                                          \
+  X(calls, kCalls)                       /* GEMM shim calls that reached the executor */                           \
+  X(plan_cache_hits, kHits)                                                                                        \
+  X(plan_cache_misses, kMisses)          /* descriptor + heuristic builds */                                       \
+  X(staged_operands, kStaged)            /* operands, outs or biases copied through scratch (slower path) */       \
+  X(self_copies, kSelfCopies)            /* addmm/baddbmm self copied into out (beta-accumulate path) */           \
+  X(heuristic_failures, kHeuristicFailures) /* no algorithm: an error, except for a bias epilogue, which then   */ \
+                                         /* falls back (counted here) to the self-copy path, as ATen's addmm */    \
+  X(tuned, kTuned)                       /* problems whose heuristic candidates were timed (tune.h) */             \
+  X(tuned_changed, kTunedChanged)        /* ... where another candidate than the heuristic's first (torch's) won */ \
+  X(graph_captures, kGraphCaptures)      /* one-call graphs captured for repeated arguments (replay.h) */          \
+  X(graph_replays, kGraphReplays)        /* calls served by cudaGraphLaunch instead of cublasLtMatmul */           \
+  X(graph_capture_failures, kGraphCaptureFailures)                                                                 \
+  X(graph_evictions, kGraphEvictions)    /* replay graphs destroyed for room (stale, or past a plan's LRU) */
+
 struct GemmStats {
-  int64_t library_loads = 0;         // successful dlopen of cuBLASLt (0 or 1)
-  int64_t library_load_failures = 0;
-  int64_t calls = 0;                 // GEMM shim calls that reached the executor
-  int64_t plan_cache_hits = 0;
-  int64_t plan_cache_misses = 0;     // descriptor + heuristic builds
-  int64_t staged_operands = 0;       // operands, outs or biases copied through scratch (slower path)
-  int64_t self_copies = 0;           // addmm/baddbmm self copied into out (beta-accumulate path)
-  int64_t heuristic_failures = 0;    // cuBLASLt found no algorithm: an error, except for a bias epilogue, which
-                                     // then falls back (counted here) to the self-copy path, as ATen's addmm
-  int64_t tuned = 0;                 // problems whose heuristic candidates were timed (tune.h)
-  int64_t tuned_changed = 0;         // ... where a candidate other than the heuristic's first (torch's) won
-  int64_t graph_captures = 0;        // one-call graphs captured for repeated arguments (replay.h)
-  int64_t graph_replays = 0;         // calls served by cudaGraphLaunch instead of cublasLtMatmul
-  int64_t graph_capture_failures = 0;
-  int64_t graph_evictions = 0;       // replay graphs destroyed to make room (stale, or past a plan's LRU)
+#define AOTIRT_GEMM_STATS_FIELD(field, counter) int64_t field = 0;
+  AOTIRT_GEMM_COUNTERS(AOTIRT_GEMM_STATS_FIELD)
+#undef AOTIRT_GEMM_STATS_FIELD
 };
 
 GemmStats Stats();
 void ResetStats();
 
 namespace stats {
-enum Counter { kLoads, kLoadFailures, kCalls, kHits, kMisses, kStaged, kSelfCopies, kHeuristicFailures, kTuned, kTunedChanged,
-               kGraphCaptures, kGraphReplays, kGraphCaptureFailures, kGraphEvictions, kCount };
+enum Counter {
+#define AOTIRT_GEMM_STATS_ENUM(field, counter) counter,
+  AOTIRT_GEMM_COUNTERS(AOTIRT_GEMM_STATS_ENUM)
+#undef AOTIRT_GEMM_STATS_ENUM
+  kCount
+};
 void Add(Counter c, int64_t n = 1);
 int64_t Get(Counter c);
 // "library_loads,library_load_failures,calls,...": every counter's name, in Counter order.
