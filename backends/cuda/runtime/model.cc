@@ -39,6 +39,26 @@ struct Model::Api {
 
 namespace {
 
+// Makes `device` the thread's current device until the scope ends, then restores the previous one (the container
+// allocates and launches on the current device).
+class ScopedDevice {
+ public:
+  explicit ScopedDevice(int device) {
+    (void)gpuGetDevice(&prev_);
+    if (prev_ != device) (void)gpuSetDevice(device);
+    changed_ = prev_ != device;
+  }
+  ~ScopedDevice() {
+    if (changed_) (void)gpuSetDevice(prev_);
+  }
+  ScopedDevice(const ScopedDevice&) = delete;
+  ScopedDevice& operator=(const ScopedDevice&) = delete;
+
+ private:
+  int prev_ = 0;
+  bool changed_ = false;
+};
+
 // The wrapper resolves aoti_torch_* and cudaMalloc & co. from the process's global scope. Python loads extension
 // modules RTLD_LOCAL, so the shim library and cudart (our dependencies) may be loaded but not global: promote them.
 void PromoteToGlobal(const void* symbol_in_library, const char* what) {
@@ -160,13 +180,7 @@ std::shared_ptr<Model> Model::Load(const std::string& package_path, const ModelO
                        std::to_string(count) + " visible)");
 
   // Container creation and constant upload allocate on the current device: pin it for the duration.
-  int prev_device = 0;
-  (void)gpuGetDevice(&prev_device);
-  (void)gpuSetDevice(options.device_index);
-  struct Restore {
-    int d;
-    ~Restore() { (void)gpuSetDevice(d); }
-  } restore{prev_device};
+  ScopedDevice on_device(options.device_index);
 
   std::string device = "cuda:" + std::to_string(options.device_index);
   aotirt_clear_last_error();
@@ -235,11 +249,8 @@ std::shared_ptr<Model> Model::Load(const std::string& package_path, const ModelO
 
 Model::~Model() {
   if (container_ && api_ && api_->destroy) {
-    int prev = 0;
-    (void)gpuGetDevice(&prev);
-    (void)gpuSetDevice(options_.device_index);
+    ScopedDevice on_device(options_.device_index);
     api_->destroy(container_);
-    (void)gpuSetDevice(prev);
   }
   if (library_) dlclose(library_);
   if (memfd_ >= 0) close(memfd_);
@@ -312,13 +323,7 @@ void* Model::NewSiblingContainer() {
   if (!a.constant_name || !a.constant_fqn || !a.constant_from_folded || !a.extract_constants ||
       !a.update_user_managed_pairs)
     throw RuntimeError("package '" + pkg + "': its wrapper cannot share constants between containers (torch too old)");
-  int prev = 0;
-  (void)gpuGetDevice(&prev);
-  (void)gpuSetDevice(options_.device_index);
-  struct Restore {
-    int d;
-    ~Restore() { (void)gpuSetDevice(d); }
-  } restore{prev};
+  ScopedDevice on_device(options_.device_index);
   std::string device = "cuda:" + std::to_string(options_.device_index);
   Handle sibling = nullptr;
   if (a.create(&sibling, 1, device.c_str(), nullptr) != 0)
@@ -358,11 +363,8 @@ void* Model::NewSiblingContainer() {
 
 void Model::DeleteSiblingContainer(void* container) {
   if (container && api_ && api_->destroy) {
-    int prev = 0;
-    (void)gpuGetDevice(&prev);
-    (void)gpuSetDevice(options_.device_index);
+    ScopedDevice on_device(options_.device_index);
     api_->destroy(container);
-    (void)gpuSetDevice(prev);
   }
 }
 
@@ -399,17 +401,17 @@ std::vector<AtenTensorHandle> Model::RunOn(void* container, const std::vector<At
     }
   }
   std::vector<AtenTensorHandle> outputs(output_names_.size(), nullptr);
-  int prev = 0;
-  (void)gpuGetDevice(&prev);
-  if (prev != options_.device_index) (void)gpuSetDevice(options_.device_index);
   // The generated code runs on this thread: apply the package's fp32 GEMM precision to it for the call.
   using SetTf32 = void (*)(int32_t);
   static SetTf32 set_tf32 = reinterpret_cast<SetTf32>(dlsym(RTLD_DEFAULT, "aotirt_gemm_set_thread_allow_tf32"));
-  if (set_tf32 && tf32_mode_ >= 0) set_tf32(tf32_mode_);
-  aotirt_clear_last_error();
-  Err err = api_->run(container, stolen.data(), stolen.size(), outputs.data(), outputs.size(), stream, nullptr);
-  if (set_tf32 && tf32_mode_ >= 0) set_tf32(-1);
-  if (prev != options_.device_index) (void)gpuSetDevice(prev);
+  Err err = 0;
+  {
+    ScopedDevice on_device(options_.device_index);
+    if (set_tf32 && tf32_mode_ >= 0) set_tf32(tf32_mode_);
+    aotirt_clear_last_error();
+    err = api_->run(container, stolen.data(), stolen.size(), outputs.data(), outputs.size(), stream, nullptr);
+    if (set_tf32 && tf32_mode_ >= 0) set_tf32(-1);
+  }
   if (err != 0) {
     for (auto h : outputs)
       if (h) aoti_torch_delete_tensor_object(h);
