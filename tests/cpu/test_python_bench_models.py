@@ -363,6 +363,13 @@ def test_compile_only_fills_the_cache_within_the_budget_and_writes_no_rows(tmp_p
     assert by["aotirt_aten_triton"]["error"] == "skipped: time budget" and not res["complete"]
     assert be.setups == [("pi05", "aotirt_triton"), ("pi05", "aotirt_aten")] and be.released == ["pi05"]
     assert not os.path.exists(tmp_path / "res" / "models.json")  # measures nothing, touches no results
+    # A model that cannot be built is recorded and the next one still compiles.
+    be2 = Scripted(Clock(), {}, needs={"aotirt_aten"}, fail_prepare={"siglip"})
+    res2 = precompile(args_for(tmp_path, models="siglip,gemma", variants="aotirt_aten", compile_only=True), be2,
+                      clock=be2.clock, say=lambda m: None)
+    assert res2["compiled"][0] == {"model": "siglip", "variant": None,
+                                   "error": "model setup failed: RuntimeError: cannot build siglip"}
+    assert res2["compiled"][1]["model"] == "gemma" and "compile_s" in res2["compiled"][1] and not res2["complete"]
     # Through main(): a CPU device cannot compile; the run says so and exits 1 without results.
     assert bm.main(["--out", str(tmp_path / "res"), "--device", "cpu", "--tiny", "--models", "gemma",
                     "--variants", "eager,aotirt_aten", "--compile-only", "--cache-dir", str(tmp_path / "c")]) == 1
