@@ -1,5 +1,6 @@
 """Counts test cases in Bazel's JUnit XML files and prints the closing line "N passed, M failed, K skipped".
-Exit status: non-zero when any case or target failed (bazel_rc not 0)."""
+Exit status: non-zero when any case or target failed (bazel_rc not 0), or when there was nothing to count (no
+test.xml under the test logs: a run that tested nothing is not a pass)."""
 import glob
 import os
 import sys
@@ -8,7 +9,11 @@ import xml.etree.ElementTree as ET
 
 def main(testlogs: str, bazel_rc: int) -> int:
     passed = failed = skipped = 0
-    for xml in glob.glob(os.path.join(testlogs, "**", "test.xml"), recursive=True):
+    xmls = glob.glob(os.path.join(testlogs, "**", "test.xml"), recursive=True) if testlogs else []
+    if not xmls:
+        print(f"no test.xml under the test logs {testlogs!r}: nothing ran or the logs were not found")
+        failed = 1
+    for xml in xmls:
         try:
             root = ET.parse(xml).getroot()
         except ET.ParseError:

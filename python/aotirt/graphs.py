@@ -6,6 +6,11 @@
 
 Outputs alias the graph's static output buffers: the next call overwrites them (clone what you keep). A model that
 cannot be captured raises aotirt.RunError and keeps running eagerly through `runner`.
+
+Streams and torch: without `stream=`, the graph is captured on a new torch stream that is ordered with torch's
+current stream; that needs torch already imported (capture never imports it). Pass `stream=<cudaStream_t int>`
+(e.g. cupy.cuda.Stream(non_blocking=True).ptr) to capture and replay there without torch. Output types follow the
+runner's rule (aotirt.runtime: "auto", "torch", "dlpack"; `output=` here overrides the runner's default).
 """
 from __future__ import annotations
 
@@ -15,16 +20,23 @@ from aotirt.errors import InputError, RunError
 
 
 class CapturedRunner:
-    def __init__(self, runner: Any, *example_inputs: Any, warmup: int = 2, stream: Any = None):
-        torch = runner._torch
+    def __init__(self, runner: Any, *example_inputs: Any, warmup: int = 2, stream: Any = None,
+                 output: str | None = None):
+        from aotirt import runtime
+        self._output = runner.output if output is None else runtime._check_output(output)
+        if self._output == "torch":
+            runtime._import_torch_for_output()
+        torch = runtime._imported_torch()  # never imported here (but for output="torch", asked above)
         if torch is None and stream is None:
-            raise InputError("capturing needs torch (to make a capture stream) or an explicit stream=<cudaStream_t>")
+            raise InputError("capturing without stream= needs torch already imported (it makes the capture stream); "
+                             "pass stream=<cudaStream_t as int> (e.g. cupy.cuda.Stream(non_blocking=True).ptr)")
         self._runner = runner
-        self._torch = torch
         if stream is None:
+            self._torch = torch
             self._stream_obj = torch.cuda.Stream(device=runner.device_index)
             stream_int = int(self._stream_obj.cuda_stream)
         else:
+            self._torch = None
             self._stream_obj = None
             stream_int = int(stream)
         if stream_int == 0:
@@ -34,9 +46,8 @@ class CapturedRunner:
             raise InputError(f"the model takes {len(runner.input_names)} input(s), got {len(example_inputs)}")
         self._sync_in()
         capsules = [runner._capsule(i, x, stream_int) for i, x in enumerate(example_inputs)]
-        from aotirt.runtime import _native
         try:
-            self._graph = _native().CapturedModel(runner._model, capsules, stream_int, warmup)
+            self._graph = runtime._native().CapturedModel(runner._model, capsules, stream_int, warmup)
         except RuntimeError as e:
             raise RunError(f"capturing {runner.package_path or 'the model'} into a CUDA graph failed: {e}") from e
         self._sync_out()
@@ -49,8 +60,14 @@ class CapturedRunner:
         if self._stream_obj is not None:  # and the caller's stream waits for the replay
             self._torch.cuda.current_stream(self._runner.device_index).wait_stream(self._stream_obj)
 
-    def run_list(self, inputs) -> list:
+    def _output_torch(self, output: str | None, inputs: list):
+        from aotirt import runtime
+        return runtime._output_torch(self._output if output is None else runtime._check_output(output), inputs)
+
+    def run_list(self, inputs, output: str | None = None) -> list:
+        from aotirt import runtime
         inputs = list(inputs)
+        torch = self._output_torch(output, inputs)  # validates output= before replaying
         if len(inputs) != len(self._runner.input_names):
             raise InputError(f"the model takes {len(self._runner.input_names)} input(s), got {len(inputs)}")
         self._sync_in()
@@ -60,19 +77,19 @@ class CapturedRunner:
         except RuntimeError as e:
             raise RunError(f"graph replay failed: {e}") from e
         self._sync_out()
-        if self._torch is not None:
-            return [self._torch.from_dlpack(c) for c in outs]
-        from aotirt.runtime import DLPackTensor, KDL_CUDA
-        return [DLPackTensor(c, (KDL_CUDA, self._runner.device_index)) for c in outs]
+        # DLPack outputs are ready on the caller's stream when torch made the capture stream (synced above), else on
+        # the capture stream.
+        ready_on = self._stream_int if self._stream_obj is None else runtime._current_stream(self._runner.device_index)
+        return runtime._wrap_outputs(outs, torch, self._runner.device_index, ready_on)
 
-    def __call__(self, *inputs: Any) -> Any:
-        outputs = self.run_list(inputs)
-        spec = self._runner._out_treespec
-        if spec is not None:
-            return self._torch.utils._pytree.tree_unflatten(outputs, spec)
-        return outputs
+    def __call__(self, *inputs: Any, output: str | None = None) -> Any:
+        inputs_list = list(inputs)
+        torch = self._output_torch(output, inputs_list)
+        outputs = self.run_list(inputs_list, output="torch" if torch is not None else "dlpack")
+        return self._runner._structure(outputs, torch)
 
 
-def capture(runner: Any, *example_inputs: Any, warmup: int = 2, stream: Any = None) -> CapturedRunner:
+def capture(runner: Any, *example_inputs: Any, warmup: int = 2, stream: Any = None,
+            output: str | None = None) -> CapturedRunner:
     """Captures `runner` (from aotirt.load) into a CUDA graph; see the module docstring."""
-    return CapturedRunner(runner, *example_inputs, warmup=warmup, stream=stream)
+    return CapturedRunner(runner, *example_inputs, warmup=warmup, stream=stream, output=output)

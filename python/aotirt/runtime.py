@@ -3,13 +3,22 @@
 Inputs cross into the native module `aotirt._C` as DLPack capsules and outputs come back as capsules owning the
 runtime's buffers (no copy). Work is issued on the caller's current stream (torch's when torch has initialized CUDA).
 
-Output structure (one rule, tested):
-  * The package's out_spec (Inductor's pytree spec) is used when torch is importable and torch's pytree loads it and
-    its leaf count equals the number of outputs: a model returning one tensor gives that tensor, a tuple gives a
-    tuple, a dict gives a dict, exactly like the eager model.
-  * Otherwise (no torch, empty or unreadable spec, count mismatch) the result is always a list, even for a single
-    output, so the type never depends on the output count. `Runner.run_list` always returns the flat list.
-  * Leaves are torch tensors (torch.from_dlpack) when torch is importable, else DLPackTensor objects.
+torch (one rule, tested; docs/OUTPUTS.md): loading and running never import torch. Only an already imported torch
+(`sys.modules`) is consulted, so a CuPy or JAX process never maps libtorch. `output=` on `load` (the Runner's
+default) or per call picks the output type:
+  * "auto" (default): torch tensors when torch is already imported and every input is a torch.Tensor (a model
+    without inputs: when torch is imported); otherwise DLPackTensor objects, which any from_dlpack takes once
+    (cupy.from_dlpack, jax.dlpack.from_dlpack / jnp.from_dlpack, torch.from_dlpack, numpy.from_dlpack for host).
+  * "torch": torch tensors (imports torch if needed: the caller asked for it).
+  * "dlpack": DLPackTensor objects, even for torch inputs.
+  Anything else raises InputError with the valid list.
+
+Output structure:
+  * With torch outputs, the package's out_spec (Inductor's pytree spec) is used when torch's pytree loads it and its
+    leaf count equals the number of outputs: a model returning one tensor gives that tensor, a tuple gives a tuple, a
+    dict gives a dict, exactly like the eager model.
+  * Otherwise (DLPack outputs, empty or unreadable spec, count mismatch) the result is always a list, even for a
+    single output, so the type never depends on the output count. `Runner.run_list` always returns the flat list.
 """
 from __future__ import annotations
 
@@ -89,12 +98,58 @@ def gemm_stats() -> dict | None:
 
 
 def _torch_or_none():
-    """torch if importable (imported on first use), else None. Tests monkeypatch this."""
+    """torch if importable (imported on first use), else None. For the CLI's commands that need torch; loading and
+    running never call it (see _imported_torch)."""
     try:
         import torch
     except ImportError:
         return None
     return torch
+
+
+def _imported_torch():
+    """torch when the process has already imported it, else None: never imports it. Tests monkeypatch this."""
+    torch = sys.modules.get("torch")
+    if torch is None or not hasattr(torch, "Tensor") or not hasattr(torch, "from_dlpack"):
+        return None  # not imported, or still being imported
+    return torch
+
+
+def _import_torch_for_output():
+    """torch for output="torch" (the caller asked for torch tensors): imported here when it is not yet."""
+    torch = _imported_torch()
+    if torch is not None:
+        return torch
+    try:
+        import torch
+    except ImportError as e:
+        raise InputError(f"output='torch' needs torch, which is not importable here ({e}); use output='dlpack' "
+                         f"(objects any from_dlpack takes) or install torch") from e
+    return torch
+
+
+OUTPUT_CHOICES = ("auto", "torch", "dlpack")
+
+
+def _check_output(value: Any) -> str:
+    """The output= value, validated: one of OUTPUT_CHOICES (exactly, lower case)."""
+    if not isinstance(value, str) or value not in OUTPUT_CHOICES:
+        raise InputError(f"output={value!r} is not valid; valid: {list(OUTPUT_CHOICES)} ('auto': torch tensors when "
+                         f"torch is already imported and the inputs are torch tensors, else DLPack objects)")
+    return value
+
+
+def _output_torch(choice: str, inputs: Sequence[Any]):
+    """torch when this call's outputs are torch tensors, None when they are DLPackTensor objects (see the module
+    docstring). Imports torch only for choice == "torch"."""
+    if choice == "dlpack":
+        return None
+    if choice == "torch":
+        return _import_torch_for_output()
+    torch = _imported_torch()
+    if torch is None:
+        return None
+    return torch if all(isinstance(x, torch.Tensor) for x in inputs) else None
 
 
 def _current_stream(device_index: int) -> int:
@@ -105,21 +160,87 @@ def _current_stream(device_index: int) -> int:
     return 0
 
 
-class DLPackTensor:
-    """An output held as a DLPack capsule (when torch is not importable): hand it to any from_dlpack once.
+# ------------------------------------------------------------------------------------------------ DLPack outputs
 
-    The data is ready on the stream the run was issued on; consumers on another stream must synchronize.
+class _NativeStreams:
+    """The consumer-waits-for-producer step of a DLPack hand-off, done by the native module (an event recorded on
+    the run's stream, waited on by the consumer's stream)."""
+
+    def __init__(self, native: Any):
+        self._native = native
+
+    def wait(self, producer: int, consumer: int, device_index: int) -> None:
+        """`consumer` waits (on the GPU) for the work queued on `producer` so far."""
+        try:
+            self._native.stream_wait(int(producer), int(consumer), int(device_index))
+        except RuntimeError as e:
+            raise RunError(f"handing an output over to stream {consumer:#x} failed: {e}") from e
+
+
+def _cuda_streams():
+    """The stream-wait helper (None where the native module is not loaded: then nothing can have been queued on a
+    GPU by this runtime). Tests monkeypatch this."""
+    return _NativeStreams(_native_module) if _native_module is not None else None
+
+
+def _dlpack_stream_handle(stream: Any) -> int:
+    """A DLPack `stream` argument (CUDA) as a cudaStream_t value: None and 1 = legacy default (0 for us), 2 = per-thread
+    default (cudaStreamPerThread), other ints = the stream itself."""
+    if stream is None or int(stream) in (0, 1):
+        return 0
+    return int(stream)
+
+
+def _capsule_device(capsule: Any, default: tuple) -> tuple:
+    """(device_type, device_id) of one of the native module's output capsules; `default` when it cannot be read."""
+    reader = getattr(_native_module, "capsule_device", None) if _native_module is not None else None
+    if reader is None:
+        return default
+    dev = reader(capsule)
+    return default if dev is None else (int(dev[0]), int(dev[1]))
+
+
+class DLPackTensor:
+    """An output held as a DLPack capsule: hand it to any from_dlpack once (cupy.from_dlpack, jnp.from_dlpack,
+    jax.dlpack.from_dlpack, torch.from_dlpack; numpy.from_dlpack for host outputs).
+
+    The data is ready on the stream the run was issued on (`stream`, 0 = legacy default). A consumer that names its
+    stream (DLPack's `__dlpack__(stream=...)`, as CuPy and JAX do) gets that stream made to wait for ours on the GPU;
+    stream=-1 skips that. No copy is ever made: `copy=True` or another `dl_device` raise BufferError.
     """
 
-    def __init__(self, capsule: Any, device: tuple):
+    def __init__(self, capsule: Any, device: tuple | None = None, stream: int = 0):
         self._capsule = capsule
-        self._device = device
+        fallback = tuple(int(v) for v in device) if device is not None else (KDL_CUDA, 0)
+        self._device = _capsule_device(capsule, fallback)
+        self._stream = int(stream)
 
     def __dlpack__(self, stream: Any = None, max_version: Any = None, dl_device: Any = None, copy: Any = None):
+        # max_version: the capsule is the classic (unversioned) DLManagedTensor, which every consumer accepts.
         if self._capsule is None:
             raise RunError("this output's DLPack capsule was already consumed: from_dlpack can take it only once")
+        if copy:
+            raise BufferError("aotirt outputs are handed over without a copy (copy=True is not supported); copy "
+                              "after from_dlpack")
+        if dl_device is not None and tuple(int(v) for v in dl_device) != self._device:
+            raise BufferError(f"this output is on DLPack device {self._device}, not {tuple(dl_device)}; it is handed "
+                              f"over without a copy: move it after from_dlpack")
+        self._sync(stream)
         capsule, self._capsule = self._capsule, None
         return capsule
+
+    def _sync(self, stream: Any) -> None:
+        """The consumer's stream waits for the run's stream (GPU outputs; host outputs are complete: the shims
+        synchronize device-to-host copies)."""
+        dev_type, dev_index = self._device
+        if dev_type not in _GPU_DEVICE_TYPES or (stream is not None and int(stream) == -1):
+            return  # host data, or a consumer that synchronizes itself
+        consumer, producer = _dlpack_stream_handle(stream), _dlpack_stream_handle(self._stream)
+        if consumer == producer:
+            return
+        cuda = _cuda_streams()
+        if cuda is not None:  # None: no libcudart in the process, so nothing was queued on a GPU
+            cuda.wait(producer, consumer, dev_index)
 
     def __dlpack_device__(self) -> tuple:
         return self._device
@@ -127,6 +248,13 @@ class DLPackTensor:
     def __repr__(self) -> str:
         state = "consumed" if self._capsule is None else "ready"
         return f"DLPackTensor(device={self._device}, {state})"
+
+
+def _wrap_outputs(capsules: Sequence[Any], torch: Any, device_index: int, stream: int) -> list:
+    """The native outputs as torch tensors (torch given) or DLPackTensor objects."""
+    if torch is not None:
+        return [torch.from_dlpack(c) for c in capsules]
+    return [DLPackTensor(c, (KDL_CUDA, device_index), stream) for c in capsules]
 
 
 def _load_out_spec(torch, spec_json: str, num_outputs: int):
@@ -145,10 +273,15 @@ def _load_out_spec(torch, spec_json: str, num_outputs: int):
     return spec
 
 
-class Runner:
-    """A loaded model. `runner(*inputs, stream=None)` runs it; see the module docstring for the output structure."""
+_UNSET = object()
 
-    def __init__(self, model: Any):
+
+class Runner:
+    """A loaded model. `runner(*inputs, stream=None, output=None)` runs it; see the module docstring for the output
+    type and structure. `output` (here: the default for every call) is "auto", "torch" or "dlpack"."""
+
+    def __init__(self, model: Any, output: str = "auto"):
+        self._output = _check_output(output)
         self._model = model
         self.input_names = list(model.input_names)
         self.output_names = list(model.output_names)
@@ -157,8 +290,41 @@ class Runner:
         self.in_spec = model.in_spec
         self.out_spec = model.out_spec
         self.package_path = getattr(model, "package_path", "")
-        self._torch = _torch_or_none()
-        self._out_treespec = _load_out_spec(self._torch, self.out_spec, len(self.output_names))
+        self._treespec = _UNSET  # loaded with torch's pytree the first time outputs are torch tensors
+        if self._output == "torch":
+            _import_torch_for_output()  # asked for torch: fail at load, not at the first call
+
+    @property
+    def output(self) -> str:
+        """The default output choice of this runner ("auto", "torch" or "dlpack")."""
+        return self._output
+
+    @property
+    def _torch(self):
+        """torch when the process has imported it, else None (never imports it)."""
+        return _imported_torch()
+
+    @property
+    def _out_treespec(self):
+        """The out_spec as a torch pytree spec, or None (no torch imported, empty, unreadable, count mismatch)."""
+        if self._treespec is _UNSET:
+            torch = _imported_torch()
+            if torch is None:
+                return None  # not cached: torch may be imported later
+            self._treespec = _load_out_spec(torch, self.out_spec, len(self.output_names))
+        return self._treespec
+
+    def _structure(self, outputs: list, torch: Any) -> Any:
+        """Flat outputs -> the eager model's structure (torch outputs with a usable out_spec), else the list."""
+        if torch is None:
+            return outputs
+        spec = self._out_treespec
+        if spec is None:
+            return outputs
+        return torch.utils._pytree.tree_unflatten(outputs, spec)
+
+    def _output_torch(self, output: str | None, inputs: Sequence[Any]):
+        return _output_torch(self._output if output is None else _check_output(output), inputs)
 
     def __repr__(self) -> str:
         return (f"Runner({self.package_path!r}, device={self.device_index}, inputs={self.input_names}, "
@@ -186,13 +352,7 @@ class Runner:
         except TypeError:  # producers from before the stream keyword
             return x.__dlpack__()
 
-    def run_list(self, inputs: Sequence[Any], stream: int | None = None) -> list:
-        """Runs on flat inputs and returns the flat list of outputs (see the module docstring for their type)."""
-        inputs = list(inputs)
-        if len(inputs) != len(self.input_names):
-            raise InputError(f"the model takes {len(self.input_names)} input(s) {self.input_names}, got "
-                             f"{len(inputs)}")
-        stream_int = _current_stream(self.device_index) if stream is None else int(stream)
+    def _capsules(self, inputs: Sequence[Any], stream_int: int) -> list:
         torch = sys.modules.get("torch")
         guard = None
         if torch is not None and hasattr(torch, "cuda") and torch.cuda.is_initialized():
@@ -200,27 +360,41 @@ class Runner:
             guard = torch.cuda.device(self.device_index)
             guard.__enter__()
         try:
-            capsules = [self._capsule(i, x, stream_int) for i, x in enumerate(inputs)]
+            return [self._capsule(i, x, stream_int) for i, x in enumerate(inputs)]
         finally:
             if guard is not None:
                 guard.__exit__(None, None, None)
+
+    def run_list(self, inputs: Sequence[Any], stream: int | None = None, output: str | None = None) -> list:
+        """Runs on flat inputs and returns the flat list of outputs (see the module docstring for their type)."""
+        inputs = list(inputs)
+        torch = self._output_torch(output, inputs)  # validates output= before anything runs
+        if len(inputs) != len(self.input_names):
+            raise InputError(f"the model takes {len(self.input_names)} input(s) {self.input_names}, got "
+                             f"{len(inputs)}")
+        stream_int = _current_stream(self.device_index) if stream is None else int(stream)
+        capsules = self._capsules(inputs, stream_int)
         try:
             outputs = self._model.run(capsules, stream_int)
         except RuntimeError as e:  # _C.RuntimeError derives from RuntimeError
             raise RunError(f"running {self.package_path or 'the model'} failed: {e}") from e
-        if self._torch is not None:
-            return [self._torch.from_dlpack(c) for c in outputs]
-        return [DLPackTensor(c, (KDL_CUDA, self.device_index)) for c in outputs]
+        return _wrap_outputs(outputs, torch, self.device_index, stream_int)
 
-    def __call__(self, *inputs: Any, stream: int | None = None) -> Any:
-        outputs = self.run_list(inputs, stream=stream)
-        if self._out_treespec is not None:
-            return self._torch.utils._pytree.tree_unflatten(outputs, self._out_treespec)
-        return outputs
+    def __call__(self, *inputs: Any, stream: int | None = None, output: str | None = None) -> Any:
+        inputs_list = list(inputs)
+        torch = self._output_torch(output, inputs_list)
+        outputs = self.run_list(inputs_list, stream=stream, output="torch" if torch is not None else "dlpack")
+        return self._structure(outputs, torch)
 
 
-def load(path: str, device: int = 0, num_instances: int = 1, *, model_name: str = "model") -> Runner:
-    """Loads a .pt2 package on GPU `device`; `num_instances` calls may run concurrently. Returns a Runner."""
+def load(path: str, device: int = 0, num_instances: int = 1, *, model_name: str = "model",
+         output: str = "auto") -> Runner:
+    """Loads a .pt2 package on GPU `device`; `num_instances` calls may run concurrently. Returns a Runner.
+
+    output: the Runner's default output type, "auto" (torch tensors when torch is already imported and the inputs
+    are torch tensors, else DLPackTensor objects), "torch" or "dlpack"; each call may override it. Never imports
+    torch unless output="torch"."""
+    output = _check_output(output)
     path = os.fspath(path)
     if not os.path.exists(path):
         raise PackageError(f"package {path!r} does not exist; pass the path that aotirt.compile returned")
@@ -230,9 +404,11 @@ def load(path: str, device: int = 0, num_instances: int = 1, *, model_name: str 
         raise InputError(f"device must be a GPU index (int >= 0), got {device!r}")
     if not isinstance(num_instances, int) or num_instances < 1:
         raise InputError(f"num_instances must be an int >= 1, got {num_instances!r}")
+    if output == "torch":
+        _import_torch_for_output()  # before the (slower) load
     native = _native()
     try:
         model = native.Model(os.path.abspath(path), device, num_instances, model_name)
     except RuntimeError as e:
         raise RuntimeLoadError(f"cannot load package {path!r}: {e}") from e
-    return Runner(model)
+    return Runner(model, output=output)

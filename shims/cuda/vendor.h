@@ -21,6 +21,7 @@
 #define gpuMemcpyDeviceToHost hipMemcpyDeviceToHost
 #define gpuMemcpyDeviceToDevice hipMemcpyDeviceToDevice
 #define gpuStreamSynchronize hipStreamSynchronize
+#define gpuDeviceSynchronize hipDeviceSynchronize
 #define gpuMemPool_t hipMemPool_t
 #define gpuDeviceGetDefaultMemPool hipDeviceGetDefaultMemPool
 #define gpuMemPoolSetAttribute hipMemPoolSetAttribute
@@ -51,6 +52,7 @@
 #define gpuMemcpyDeviceToHost cudaMemcpyDeviceToHost
 #define gpuMemcpyDeviceToDevice cudaMemcpyDeviceToDevice
 #define gpuStreamSynchronize cudaStreamSynchronize
+#define gpuDeviceSynchronize cudaDeviceSynchronize
 #define gpuMemPool_t cudaMemPool_t
 #define gpuDeviceGetDefaultMemPool cudaDeviceGetDefaultMemPool
 #define gpuMemPoolSetAttribute cudaMemPoolSetAttribute

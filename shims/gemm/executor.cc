@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -39,8 +40,12 @@ struct CallEntry {
   PlanEntry* entry = nullptr;  // owned by ThreadState::cache; null for no-op / zero-fill plans
 };
 
-// Per thread: one cuBLASLt handle per device, the plan cache and the call cache; released when the thread exits.
-// Per thread, so no lock is taken on the call path.
+// Per thread: one cuBLASLt handle per device, the plan cache and the call cache. Owned by one thread at a time, so no
+// lock is taken on the call path. A thread's state is never destroyed when the thread exits: destroying a cuBLASLt
+// handle there synchronizes the context from a thread_local destructor, which crashed in libcuda (H200, 8 threads
+// exiting while others ran GEMMs: cublasLtDestroy -> cuCtxSynchronize from __call_tls_dtors). As PyTorch's
+// DeviceThreadHandlePool does, the exiting thread hands its whole state back to a process-wide pool instead, and
+// the next thread that needs one takes it over (handles, descriptors and replay graphs are not tied to a thread).
 struct ThreadState {
   const CublasLt* lt = nullptr;
   std::vector<cublasLtHandle_t> handles;
@@ -48,6 +53,7 @@ struct ThreadState {
   std::unordered_map<Key, std::unique_ptr<PlanEntry>, BytesHash<Key>> cache;
   std::unordered_map<CallKey, CallEntry, BytesHash<CallKey>> calls;
   std::vector<cudaStream_t> capture_streams;  // per device: where replay graphs are captured (never run)
+  // Only ReleaseGemmThreadStates destroys a state, from a live thread (tests and leak checkers).
   ~ThreadState() {
     calls.clear();
     cache.clear();  // destroys the replay graphs
@@ -67,7 +73,46 @@ struct ThreadState {
     return s;
   }
 };
-thread_local ThreadState t_state;
+
+// States of exited threads, waiting for the next thread. Leaked at process exit (no CUDA calls during teardown).
+struct ThreadStatePool {
+  std::mutex mu;
+  std::vector<std::unique_ptr<ThreadState>> free;
+  static ThreadStatePool& Get() {
+    static auto* pool = new ThreadStatePool();
+    return *pool;
+  }
+};
+
+// The thread's hold on its state: taken from the pool (or made) on first use, given back at thread exit.
+class ThreadSlot {
+ public:
+  ~ThreadSlot() {
+    if (state_ == nullptr) return;
+    ThreadStatePool& pool = ThreadStatePool::Get();
+    std::lock_guard<std::mutex> lock(pool.mu);
+    pool.free.push_back(std::move(state_));
+  }
+  ThreadState& Get() {
+    if (state_ == nullptr) {
+      ThreadStatePool& pool = ThreadStatePool::Get();
+      std::lock_guard<std::mutex> lock(pool.mu);
+      if (!pool.free.empty()) {
+        state_ = std::move(pool.free.back());
+        pool.free.pop_back();
+      } else {
+        state_ = std::make_unique<ThreadState>();
+      }
+    }
+    return *state_;
+  }
+  void Reset() { state_.reset(); }
+
+ private:
+  std::unique_ptr<ThreadState> state_;
+};
+thread_local ThreadSlot t_slot;
+
 // Dynamic shapes could make the call cache grow without bound; past this it starts over (entries are only memos of
 // the plan cache, which keeps the descriptors).
 constexpr size_t kMaxCallEntries = 4096;
@@ -198,7 +243,7 @@ void Run(const char* fn, GemmPlan& plan, PlanEntry*& entry, Tensor* out, const T
   }
   const CublasLt& lt = Lt(fn);
   stats::Add(stats::kCalls);
-  ThreadState& ts = t_state;
+  ThreadState& ts = t_slot.Get();
   cublasLtHandle_t handle = HandleFor(fn, ts, lt, dev, stream);
   if (entry == nullptr) {
     entry = EntryFor(fn, ts, lt, handle, dev, &plan);  // before any GPU work: it may switch the plan
@@ -333,18 +378,32 @@ thread_local int t_allow_tf32 = -1;
 }  // namespace
 
 void SetThreadReplayPool(int64_t max_graphs, int64_t stale_after) {
-  ReplayPool& p = t_state.replay_pool;
+  ReplayPool& p = t_slot.Get().replay_pool;
   const ReplayPool defaults;
   p.max_graphs = max_graphs > 0 ? max_graphs : defaults.max_graphs;
   p.stale_after = stale_after > 0 ? static_cast<uint64_t>(stale_after) : defaults.stale_after;
   p.next_scan = 0;
 }
 
-int64_t ThreadReplayGraphs() { return t_state.replay_pool.live; }
+int64_t ThreadReplayGraphs() { return t_slot.Get().replay_pool.live; }
 
 void ReleaseThreadReplayGraphs() {
-  for (auto& kv : t_state.cache) kv.second->replays.DropGraphsUsedBefore(UINT64_MAX, /*for_room=*/false);
-  t_state.replay_pool.next_scan = 0;
+  ThreadState& ts = t_slot.Get();
+  for (auto& kv : ts.cache) kv.second->replays.DropGraphsUsedBefore(UINT64_MAX, /*for_room=*/false);
+  ts.replay_pool.next_scan = 0;
+}
+
+int ReleaseGemmThreadStates() {
+  std::vector<std::unique_ptr<ThreadState>> states;
+  {
+    ThreadStatePool& pool = ThreadStatePool::Get();
+    std::lock_guard<std::mutex> lock(pool.mu);
+    states.swap(pool.free);
+  }
+  const int n = static_cast<int>(states.size());
+  states.clear();
+  t_slot.Reset();
+  return n;
 }
 
 void SetAllowTf32(bool allow) { g_allow_tf32.store(allow, std::memory_order_relaxed); }
@@ -364,7 +423,7 @@ void RunGemm(const char* fn, GemmOp op, Tensor* out, const Tensor* self, const T
              double beta, double alpha) {
   const bool allow_tf32 = AllowTf32();
   const int32_t dev = out->device_index();
-  ThreadState& ts = t_state;
+  ThreadState& ts = t_slot.Get();
   CallKey key;
   const bool keyed = MakeCallKey(op, dev, allow_tf32, beta, alpha, out, self, a, b, &key);
   if (keyed) {

@@ -20,6 +20,10 @@ bool AllowTf32();
 void SetThreadReplayPool(int64_t max_graphs, int64_t stale_after);
 int64_t ThreadReplayGraphs();  // graphs alive in this thread's pool
 void ReleaseThreadReplayGraphs();  // destroys them (they are captured again when their arguments repeat)
+// Destroys the GEMM states (cuBLASLt handles, plan caches, replay graphs) that exited threads left in the pool, and
+// the calling thread's own; returns how many pooled ones. For leak checkers at the end of a test program: no other
+// thread may be inside a GEMM shim meanwhile. (States are never destroyed at thread exit: executor.cc says why.)
+int ReleaseGemmThreadStates();
 
 // The whole GEMM call after the entry's handle and device checks: plans (PlanGemm) and executes. Repeated calls with
 // the same metadata (shapes, strides, dtypes, pointer alignments, beta, alpha, TF32 mode) reuse a per-thread cached

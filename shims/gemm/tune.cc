@@ -42,6 +42,12 @@ class Timer {
   Timer(const Timer&) = delete;
   Timer& operator=(const Timer&) = delete;
   bool ok() const { return ok_; }
+  cudaStream_t stream() const { return stream_; }
+  bool Sync() {
+    if (cudaStreamSynchronize(stream_) == cudaSuccess) return true;
+    (void)cudaGetLastError();
+    return false;
+  }
 
   // A graph of `reps` calls of `launch` on the private stream, or null when a call fails or capture is refused.
   template <typename F>
@@ -114,6 +120,11 @@ int TuneEntry(PlanEntry& e, const TuneArgs& t) {
                                   s) == CUBLAS_STATUS_SUCCESS;
     };
   };
+  // Each candidate runs once eagerly before any capture: a kernel's first launch loads its module (CUDA lazy
+  // loading), which must not happen inside a capture while other threads capture and launch too.
+  std::vector<bool> usable(cands.size(), false);
+  for (size_t i = 0; i < cands.size(); ++i) usable[i] = launcher(cands[i])(timer.stream());
+  if (!timer.Sync() || !usable[0]) return 0;
   // Size the repetitions from one graph of kMinReps calls of the heuristic's first (warmed up once).
   int reps = kMinReps;
   {
@@ -127,6 +138,7 @@ int TuneEntry(PlanEntry& e, const TuneArgs& t) {
   }
   std::vector<GraphExec> graphs(cands.size());
   for (size_t i = 0; i < cands.size(); ++i) {
+    if (!usable[i]) continue;
     graphs[i].exec = timer.Capture(reps, launcher(cands[i]));
     if (graphs[i].exec != nullptr && timer.Time(graphs[i].exec) < 0.0f) {  // warm-up (module loads)
       (void)cudaGraphExecDestroy(graphs[i].exec);

@@ -399,7 +399,7 @@ def _native_or_skip():
     here = os.path.dirname(os.path.abspath(__file__))
     for d in [os.path.join(os.environ[v], "aotirt", "backends", "cuda", "python")
               for v in ("TEST_SRCDIR", "RUNFILES_DIR") if os.environ.get(v)] + \
-            [os.path.join(here, "..", "..", "bazel-bin", "backends", "cuda", "python")]:
+            [os.path.join(here, "..", "..", link, "backends", "cuda", "python") for link in (".bazel/bin", "bazel-bin")]:
         if os.path.exists(os.path.join(d, "_C.so")) and d not in sys.path:
             sys.path.insert(0, d)
             break

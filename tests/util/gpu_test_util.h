@@ -7,6 +7,8 @@
 
 #include <string>
 
+#include "tests/util/crash_trace.h"
+
 namespace aotirt_test {
 
 // Empty string when a GPU is usable; otherwise why not.

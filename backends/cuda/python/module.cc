@@ -9,9 +9,10 @@
 #include "backends/cuda/python/dlpack_bridge.h"
 #include "backends/cuda/runtime/runtime.h"
 
-namespace py = pybind11;
-
+#include <cuda_runtime.h>
 #include <dlfcn.h>
+
+namespace py = pybind11;
 
 namespace {
 
@@ -43,19 +44,50 @@ std::vector<aotirt::TensorPtr> Import(const py::list& inputs) {
   return owned;
 }
 
-py::list Export(std::vector<AtenTensorHandle> outs) {
+py::list Export(std::vector<aotirt::TensorPtr> outs) {
   py::list result;
-  for (size_t i = 0; i < outs.size(); ++i) {
-    DLManagedTensor* m = nullptr;
-    try {
-      m = aotirt::ToDLPack(outs[i]);
-    } catch (...) {
-      for (size_t j = i; j < outs.size(); ++j) aoti_torch_delete_tensor_object(outs[j]);
-      throw;
-    }
+  for (auto& out : outs) {
+    DLManagedTensor* m = aotirt::ToDLPack(out.get());  // on success the capsule owns the handle
+    out.release();
     result.append(py::reinterpret_steal<py::object>(PyCapsule_New(m, kDLTensor, &CapsuleDestructor)));
   }
   return result;
+}
+
+// `consumer` waits on the GPU for the work queued on `producer` so far (0 = the legacy default stream), on `device`.
+void StreamWait(uintptr_t producer, uintptr_t consumer, int device) {
+  auto check = [](cudaError_t e, const char* what) {
+    if (e == cudaSuccess) return;
+    (void)cudaGetLastError();
+    throw aotirt::RuntimeError(std::string(what) + " failed: " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) +
+                               ")");
+  };
+  int prev = 0;
+  check(cudaGetDevice(&prev), "cudaGetDevice");
+  if (prev != device) check(cudaSetDevice(device), "cudaSetDevice");
+  struct Restore {
+    int prev, device;
+    ~Restore() {
+      if (prev != device) (void)cudaSetDevice(prev);
+    }
+  } restore{prev, device};
+  cudaEvent_t event = nullptr;
+  check(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+  cudaError_t e = cudaEventRecord(event, reinterpret_cast<cudaStream_t>(producer));
+  if (e == cudaSuccess) e = cudaStreamWaitEvent(reinterpret_cast<cudaStream_t>(consumer), event, 0);
+  (void)cudaEventDestroy(event);  // destroying a recorded event is fine: the wait keeps what it needs
+  check(e, "making the consumer stream wait for the run's stream");
+}
+
+// (device_type, device_id) of an unconsumed classic DLPack capsule, or None.
+py::object CapsuleDevice(const py::object& capsule) {
+  PyObject* cap = capsule.ptr();
+  if (!PyCapsule_IsValid(cap, kDLTensor)) {
+    PyErr_Clear();
+    return py::none();
+  }
+  auto* m = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(cap, kDLTensor));
+  return py::make_tuple(static_cast<int>(m->dl_tensor.device.device_type), m->dl_tensor.device.device_id);
 }
 
 class PyModel {
@@ -73,7 +105,7 @@ class PyModel {
     auto owned = Import(inputs);
     std::vector<AtenTensorHandle> handles;
     for (auto& t : owned) handles.push_back(t.get());
-    std::vector<AtenTensorHandle> outs;
+    std::vector<aotirt::TensorPtr> outs;
     {
       py::gil_scoped_release release;
       outs = model_->Run(handles, reinterpret_cast<void*>(stream));
@@ -102,7 +134,7 @@ class PyCaptured {
     auto owned = Import(inputs);
     std::vector<AtenTensorHandle> handles;
     for (auto& t : owned) handles.push_back(t.get());
-    std::vector<AtenTensorHandle> outs;
+    std::vector<aotirt::TensorPtr> outs;
     {
       py::gil_scoped_release release;
       outs = graph_->Replay(handles);
@@ -132,7 +164,11 @@ PYBIND11_MODULE(_C, m) {
       .def_property_readonly("out_spec", [](const PyModel& s) { return s.model().out_spec(); })
       .def_property_readonly("device_index", [](const PyModel& s) { return s.model().device_index(); })
       .def_property_readonly("metadata", [](const PyModel& s) { return s.model().package().metadata; })
-      .def_property_readonly("package_path", [](const PyModel& s) { return s.model().package().path; });
+      .def_property_readonly("package_path", [](const PyModel& s) { return s.model().package().path; })
+      .def_property_readonly("library_name", [](const PyModel& s) { return s.model().library_name(); },
+                             "The name the dynamic loader knows this model's wrapper by (unique among loaded ones)")
+      .def_property_readonly("library_reused", [](const PyModel& s) { return s.model().library_reused(); },
+                             "Whether the load took over a dropped model's wrapper of the same bytes");
 
   py::class_<PyCaptured>(m, "CapturedModel")
       .def(py::init<const PyModel&, const py::list&, uintptr_t, int>(), py::arg("model"), py::arg("inputs"),
@@ -144,6 +180,24 @@ PYBIND11_MODULE(_C, m) {
            "that the next replay overwrites.");
 
   m.def("live_tensor_count", [] { return aotirt_live_tensor_count(); });
+  m.def("stream_wait", &StreamWait, py::arg("producer"), py::arg("consumer"), py::arg("device"),
+        "Makes stream `consumer` wait on the GPU for what is queued on `producer` (cudaStream_t values; 0 = legacy)");
+  m.def("capsule_device", &CapsuleDevice, py::arg("capsule"),
+        "(DLPack device type, device id) of an unconsumed 'dltensor' capsule, else None");
+  m.def(
+      "wrapper_library_stats",
+      [] {
+        const aotirt::WrapperLibraryStats s = aotirt::GetWrapperLibraryStats();
+        py::dict d;
+        d["loaded"] = s.loaded;
+        d["reused"] = s.reused;
+        d["unloaded"] = s.unloaded;
+        d["parked"] = s.parked;
+        d["live"] = s.live;
+        d["name_conflicts"] = s.name_conflicts;
+        return d;
+      },
+      "How this process's wrapper libraries were loaded (runtime.h, WrapperLibraryStats)");
   m.def("last_shim_error", [] { return std::string(aotirt_last_error()); });
   m.def("shims_version", [] { return std::string(aotirt_shims_version()); });
   m.def("add_cublaslt_search_dir", [](const std::string& dir) {

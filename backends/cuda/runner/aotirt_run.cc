@@ -1,16 +1,23 @@
 // aotirt_run: runs an AOTInductor package on our runtime (no libtorch) from the command line.
 //   aotirt_run --package model.pt2 --inputs in.safetensors [--outputs out.safetensors]
-//              [--device 0] [--warmup 3] [--iters 20] [--check-no-libtorch] [--graph]
+//              [--device 0] [--warmup 3] [--iters 20] [--check-no-libtorch] [--graph] [--report-memory [--hold]]
 // Inputs are taken in numeric-name order ("0", "1", ...) or file order; outputs are written as "0".."n-1".
+// --report-memory: after the timed runs, one line "memory: rss_kib=<VmRSS> hwm_kib=<VmHWM> gpu_used_mib=<total-free
+// from cudaMemGetInfo, device-wide> pool_reserved_mib=<the device's default stream-ordered pool (the runtime's):
+// backing memory> pool_used_mib=<of it in use>"; with --hold it then waits for a line on stdin (or EOF) before going
+// on, so another process can read this one's memory while it lives (benchmarks/footprint.py).
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
+#include "backends/cuda/runner/host_io.h"
 #include "backends/cuda/runner/tensor_file.h"
 #include "backends/cuda/runtime/runtime.h"
 
@@ -21,6 +28,8 @@ struct Args {
   int device = 0, warmup = 3, iters = 20;
   bool check_no_libtorch = false;
   bool graph = false;
+  bool report_memory = false;
+  bool hold = false;
 };
 
 // The first libtorch/libc10 library mapped into this process, or "" (the point of this runtime is that there is none).
@@ -42,7 +51,7 @@ std::string MappedLibtorch() {
 [[noreturn]] void Usage(const std::string& err) {
   std::fprintf(stderr,
                "error: %s\nusage: aotirt_run --package model.pt2 --inputs in.safetensors [--outputs out.safetensors] "
-               "[--device N] [--warmup N] [--iters N] [--check-no-libtorch] [--graph]\n",
+               "[--device N] [--warmup N] [--iters N] [--check-no-libtorch] [--graph] [--report-memory [--hold]]\n",
                err.c_str());
   std::exit(2);
 }
@@ -74,58 +83,60 @@ Args Parse(int argc, char** argv) {
     else if (k == "--iters") a.iters = ParseInt(k, val());
     else if (k == "--check-no-libtorch") a.check_no_libtorch = true;
     else if (k == "--graph") a.graph = true;
+    else if (k == "--report-memory") a.report_memory = true;
+    else if (k == "--hold") a.hold = true;
     else if (k == "-h" || k == "--help") Usage("help requested");
     else Usage("unknown argument '" + k + "'");
   }
   if (a.package.empty()) Usage("--package is required");
   if (a.inputs.empty()) Usage("--inputs is required");
+  if (a.hold && !a.report_memory) Usage("--hold needs --report-memory");
   return a;
 }
 
-std::vector<int64_t> Contiguous(const std::vector<int64_t>& sizes) {
-  std::vector<int64_t> st(sizes.size());
-  int64_t s = 1;
-  for (int64_t d = static_cast<int64_t>(sizes.size()) - 1; d >= 0; --d) {
-    st[d] = s;
-    s *= std::max<int64_t>(sizes[d], 1);
+// A "Key:   123 kB" field of /proc/self/status in KiB, or -1.
+long StatusKib(const char* key) {
+  std::FILE* f = std::fopen("/proc/self/status", "r");
+  if (!f) return -1;
+  char line[512];
+  long kib = -1;
+  const size_t n = std::strlen(key);
+  while (std::fgets(line, sizeof(line), f)) {
+    if (std::strncmp(line, key, n) == 0 && line[n] == ':') {
+      kib = std::strtol(line + n + 1, nullptr, 10);
+      break;
+    }
   }
-  return st;
+  std::fclose(f);
+  return kib;
 }
 
-aotirt::TensorPtr ToDevice(aotirt::HostTensor& t, int device) {
-  auto st = Contiguous(t.shape);
-  AtenTensorHandle host = nullptr, dev = nullptr;
-  aotirt::CheckShim(aoti_torch_create_tensor_from_blob(t.data.data(), static_cast<int64_t>(t.shape.size()), t.shape.data(),
-                                                       st.data(), 0, t.dtype, aoti_torch_device_type_cpu(), 0, &host),
-                    "input '" + t.name + "'");
-  aotirt::TensorPtr host_ptr(host);
-  aotirt::CheckShim(aoti_torch_empty_strided(static_cast<int64_t>(t.shape.size()), t.shape.data(), st.data(), t.dtype,
-                                             aoti_torch_device_type_cuda(), device, &dev),
-                    "input '" + t.name + "'");
-  aotirt::TensorPtr dev_ptr(dev);
-  aotirt::CheckShim(aoti_torch_copy_(dev, host, 0), "input '" + t.name + "'");
-  return dev_ptr;
+// The --report-memory line (see the top of this file); -1 for what could not be read.
+void ReportMemory(int device) {
+  constexpr double kMiB = 1024.0 * 1024.0;
+  size_t free_b = 0, total_b = 0;
+  double gpu_used = -1, pool_reserved = -1, pool_used = -1;
+  if (cudaMemGetInfo(&free_b, &total_b) == cudaSuccess) gpu_used = static_cast<double>(total_b - free_b) / kMiB;
+  cudaMemPool_t pool = nullptr;
+  if (cudaDeviceGetDefaultMemPool(&pool, device) == cudaSuccess) {
+    uint64_t v = 0;  // the attributes hold cuuint64_t
+    if (cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &v) == cudaSuccess)
+      pool_reserved = static_cast<double>(v) / kMiB;
+    if (cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &v) == cudaSuccess)
+      pool_used = static_cast<double>(v) / kMiB;
+  }
+  (void)cudaGetLastError();
+  std::printf("memory: rss_kib=%ld hwm_kib=%ld gpu_used_mib=%.1f pool_reserved_mib=%.1f pool_used_mib=%.1f\n",
+              StatusKib("VmRSS"), StatusKib("VmHWM"), gpu_used, pool_reserved, pool_used);
+  std::fflush(stdout);
 }
 
-aotirt::HostTensor ToHost(AtenTensorHandle h, const std::string& name) {
-  aotirt::HostTensor t;
-  t.name = name;
-  int64_t dim = 0, *sizes = nullptr;
-  aotirt::CheckShim(aoti_torch_get_dim(h, &dim), "output " + name);
-  aotirt::CheckShim(aoti_torch_get_sizes(h, &sizes), "output " + name);
-  aotirt::CheckShim(aoti_torch_get_dtype(h, &t.dtype), "output " + name);
-  t.shape.assign(sizes, sizes + dim);
-  int64_t numel = 1;
-  for (auto s : t.shape) numel *= s;
-  t.data.resize(static_cast<size_t>(numel * aotirt::DTypeSize(t.dtype)));
-  auto st = Contiguous(t.shape);
-  AtenTensorHandle host = nullptr;
-  aotirt::CheckShim(aoti_torch_create_tensor_from_blob(t.data.data(), dim, t.shape.data(), st.data(), 0, t.dtype,
-                                                       aoti_torch_device_type_cpu(), 0, &host),
-                    "output " + name);
-  aotirt::TensorPtr host_ptr(host);
-  aotirt::CheckShim(aoti_torch_copy_(host, h, 0), "output " + name);
-  return t;
+// --hold: blocks until a line (or EOF) arrives on stdin.
+void WaitForStdinLine() {
+  char buf[256];
+  while (std::fgets(buf, sizeof(buf), stdin) != nullptr) {
+    if (std::strchr(buf, '\n') != nullptr) break;
+  }
 }
 
 }  // namespace
@@ -153,7 +164,7 @@ int main(int argc, char** argv) {
     std::vector<aotirt::TensorPtr> dev_inputs;
     std::vector<AtenTensorHandle> handles;
     for (auto& t : host_inputs) {
-      dev_inputs.push_back(ToDevice(t, args.device));
+      dev_inputs.push_back(aotirt::ToDevice(t, args.device));
       handles.push_back(dev_inputs.back().get());
     }
     cudaDeviceSynchronize();
@@ -162,12 +173,7 @@ int main(int argc, char** argv) {
       graph = aotirt::CapturedModel::Capture(model, handles, stream, std::max(args.warmup, 1));
       std::printf("captured into a CUDA graph\n");
     }
-    auto run_once = [&] {
-      auto outs = graph ? graph->Replay(handles) : model->Run(handles, stream);
-      std::vector<aotirt::TensorPtr> owned;
-      for (auto h : outs) owned.emplace_back(h);
-      return owned;
-    };
+    auto run_once = [&] { return graph ? graph->Replay(handles) : model->Run(handles, stream); };
     for (int i = 0; i < args.warmup; ++i) run_once();
     cudaStreamSynchronize(stream);
     std::vector<double> ms;
@@ -187,11 +193,16 @@ int main(int argc, char** argv) {
     std::sort(ms.begin(), ms.end());
     std::printf("latency over %zu runs: median %.4f ms, min %.4f ms, max %.4f ms\n", ms.size(), ms[ms.size() / 2],
                 ms.front(), ms.back());
+    if (args.report_memory) {
+      cudaStreamSynchronize(stream);
+      ReportMemory(args.device);
+      if (args.hold) WaitForStdinLine();
+    }
     if (!args.outputs.empty()) {
       std::vector<aotirt::HostTensor> host_outs;
       // Outputs may have been produced on `stream`: the copy below runs on the legacy default stream.
       cudaStreamSynchronize(stream);
-      for (size_t i = 0; i < outs.size(); ++i) host_outs.push_back(ToHost(outs[i].get(), std::to_string(i)));
+      for (size_t i = 0; i < outs.size(); ++i) host_outs.push_back(aotirt::ToHost(outs[i].get(), std::to_string(i)));
       aotirt::WriteTensorFile(args.outputs, host_outs);
       std::printf("wrote %zu outputs to %s\n", host_outs.size(), args.outputs.c_str());
     }

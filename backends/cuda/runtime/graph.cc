@@ -65,9 +65,7 @@ std::unique_ptr<CapturedModel> CapturedModel::Capture(std::shared_ptr<Model> mod
   // graph, after which that container could no longer run eagerly.
   g->container_ = model->NewSiblingContainer();
   // Warm-up outside capture: loads cuBLASLt, creates handles and plan caches, lets the container create its events.
-  for (int i = 0; i < std::max(warmup, 1); ++i) {
-    for (auto h : model->RunOn(g->container_, handles, stream)) (void)aoti_torch_delete_tensor_object(h);
-  }
+  for (int i = 0; i < std::max(warmup, 1); ++i) (void)model->RunOn(*g->container_, handles, stream);
   cudaError_t e = cudaStreamSynchronize(static_cast<cudaStream_t>(stream));
   if (e != cudaSuccess) throw RuntimeError("package '" + pkg + "': warm-up before capture failed: " + CudaErr(e));
 
@@ -78,15 +76,15 @@ std::unique_ptr<CapturedModel> CapturedModel::Capture(std::shared_ptr<Model> mod
     throw RuntimeError("package '" + pkg + "': cannot begin CUDA graph capture: " + CudaErr(e));
   }
   std::string run_error;
-  std::vector<AtenTensorHandle> outs;
+  std::vector<TensorPtr> outs;
   try {
-    outs = model->RunOn(g->container_, handles, stream);
+    outs = model->RunOn(*g->container_, handles, stream);
   } catch (const std::exception& ex) {
     run_error = ex.what();
   }
   cudaGraph_t graph = nullptr;
   cudaError_t end = cudaStreamEndCapture(static_cast<cudaStream_t>(stream), &graph);
-  for (auto h : outs) g->static_outputs_.emplace_back(h);
+  for (auto& h : outs) g->static_outputs_.push_back(std::move(h));
   if (!run_error.empty() || end != cudaSuccess || graph == nullptr) {
     (void)cudaGetLastError();
     if (graph) cudaGraphDestroy(graph);
@@ -106,7 +104,7 @@ std::unique_ptr<CapturedModel> CapturedModel::Capture(std::shared_ptr<Model> mod
   return g;
 }
 
-std::vector<AtenTensorHandle> CapturedModel::Replay(const std::vector<AtenTensorHandle>& inputs) {
+std::vector<TensorPtr> CapturedModel::Replay(const std::vector<AtenTensorHandle>& inputs) {
   const std::string& pkg = model_->package().path;
   if (inputs.size() != static_inputs_.size())
     throw RuntimeError("package '" + pkg + "': the captured graph takes " + std::to_string(static_inputs_.size()) +
@@ -146,11 +144,11 @@ std::vector<AtenTensorHandle> CapturedModel::Replay(const std::vector<AtenTensor
     (void)cudaGetLastError();
     throw RuntimeError("package '" + pkg + "': graph launch failed: " + CudaErr(e));
   }
-  std::vector<AtenTensorHandle> outs;
+  std::vector<TensorPtr> outs;
   for (auto& t : static_outputs_) {
     AtenTensorHandle h = nullptr;
     CheckShim(aoti_torch_new_tensor_handle(t.get(), &h), "graph output");
-    outs.push_back(h);
+    outs.emplace_back(h);
   }
   return outs;
 }
@@ -161,7 +159,7 @@ CapturedModel::~CapturedModel() {
   if (exec_) cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(exec_));
   if (graph_) cudaGraphDestroy(static_cast<cudaGraph_t>(graph_));
   static_inputs_.clear();
-  if (container_) model_->DeleteSiblingContainer(container_);
+  container_.reset();
 }
 
 }  // namespace aotirt

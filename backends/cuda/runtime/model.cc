@@ -2,15 +2,14 @@
 // the library lacks is an error naming the symbol at load time, never a crash at first call.
 // Vendor-neutral through shims/cuda/vendor.h: backends/rocm builds this file with AOTIRT_USE_HIP.
 #include <dlfcn.h>
-#include <sys/mman.h>
-#include <unistd.h>
-
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <unordered_map>
 #include <nlohmann/json.hpp>
 
 #include "backends/cuda/runtime/runtime.h"
+#include "backends/cuda/runtime/wrapper_library.h"
 #include "shims/cuda/vendor.h"
 
 namespace aotirt {
@@ -122,50 +121,17 @@ std::shared_ptr<Model> Model::Load(const std::string& package_path, const ModelO
   if (options.device_index < 0) throw RuntimeError("device_index must be >= 0");
   std::shared_ptr<Model> m(new Model());
   m->options_ = options;
+  // Read: the archive and its metadata.
   m->package_ = Package::Open(package_path, options.model_name);
   const PackageContents& c = m->package_->contents();
   auto dev_key = c.metadata.find("AOTI_DEVICE_KEY");
   if (dev_key != c.metadata.end() && dev_key->second != "cuda")
     throw RuntimeError("package '" + package_path + "' was compiled for device '" + dev_key->second +
                        "'; this runtime runs CUDA packages (compile with device cuda)");
-
+  // Resolve: the wrapper, loaded under a name no other load can alias (wrapper_library.h), and its entry points.
   PromoteDependencies();
-  // Load the wrapper from memory: no temp files to clean up, and each Model gets its own copy of the library's
-  // globals, so several instances of one package can live in a process.
-  std::vector<uint8_t> so = m->package_->Read(c.wrapper_entry);
-  m->memfd_ = memfd_create("aotirt_wrapper", MFD_CLOEXEC);
-  if (m->memfd_ < 0) throw RuntimeError(std::string("memfd_create failed: ") + std::strerror(errno));
-  size_t off = 0;
-  while (off < so.size()) {
-    ssize_t n = write(m->memfd_, so.data() + off, so.size() - off);
-    if (n <= 0) throw RuntimeError(std::string("writing the wrapper library to memory failed: ") + std::strerror(errno));
-    off += static_cast<size_t>(n);
-  }
-  std::string fd_path = "/proc/self/fd/" + std::to_string(m->memfd_);
-  m->library_ = dlopen(fd_path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (m->library_ == nullptr) throw RuntimeError(Explain(package_path, dlerror()));
-
-  m->api_ = std::make_unique<Api>();
-  Api& a = *m->api_;
-  Resolve(m->library_, "AOTInductorModelContainerCreateWithDevice", &a.create, package_path);
-  Resolve(m->library_, "AOTInductorModelContainerDelete", &a.destroy, package_path);
-  Resolve(m->library_, "AOTInductorModelContainerRun", &a.run, package_path);
-  Resolve(m->library_, "AOTInductorModelContainerGetNumInputs", &a.num_inputs, package_path);
-  Resolve(m->library_, "AOTInductorModelContainerGetInputName", &a.input_name, package_path);
-  Resolve(m->library_, "AOTInductorModelContainerGetNumOutputs", &a.num_outputs, package_path);
-  Resolve(m->library_, "AOTInductorModelContainerGetOutputName", &a.output_name, package_path);
-  Resolve(m->library_, "AOTInductorModelContainerGetNumConstants", &a.num_constants, package_path);
-  Resolve(m->library_, "AOTInductorModelContainerGetConstantsBlobSize", &a.blob_size, package_path, false);
-  Resolve(m->library_, "AOTInductorModelUpdateConstantsFromBlob", &a.update_from_blob, package_path);
-  Resolve(m->library_, "AOTInductorModelContainerGetCallSpec", &a.call_spec, package_path, false);
-  // For sibling containers (CUDA graphs) that share the constants without copying them.
-  Resolve(m->library_, "AOTInductorModelContainerGetConstantName", &a.constant_name, package_path, false);
-  Resolve(m->library_, "AOTInductorModelContainerGetConstantOriginalFQN", &a.constant_fqn, package_path, false);
-  Resolve(m->library_, "AOTInductorModelContainerGetConstantFromFolded", &a.constant_from_folded, package_path,
-          false);
-  Resolve(m->library_, "AOTInductorModelContainerExtractConstantsMap", &a.extract_constants, package_path, false);
-  Resolve(m->library_, "AOTInductorModelContainerUpdateUserManagedConstantBufferPairs",
-          &a.update_user_managed_pairs, package_path, false);
+  m->library_ = WrapperLibrary::Acquire(m->package_->Read(c.wrapper_entry), &Explain, package_path);
+  m->ResolveApi();
 
   // The package and its library are checked first (also on machines without a GPU); now the device.
   int count = 0;
@@ -178,83 +144,140 @@ std::shared_ptr<Model> Model::Load(const std::string& package_path, const ModelO
   if (options.device_index >= count)
     throw RuntimeError("device cuda:" + std::to_string(options.device_index) + " does not exist (" +
                        std::to_string(count) + " visible)");
-
   // Container creation and constant upload allocate on the current device: pin it for the duration.
   ScopedDevice on_device(options.device_index);
+  m->CreateContainer();
+  m->ReadInputsAndOutputs();
+  m->UploadConstants();
+  return m;
+}
 
-  std::string device = "cuda:" + std::to_string(options.device_index);
+void Model::CheckRt(int32_t err, const std::string& what) const {
+  if (err != 0)
+    throw RuntimeError("package '" + package_->contents().path + "': " + what + " failed (error " +
+                       std::to_string(err) + ")" + ShimTail());
+}
+
+void Model::ResolveApi() {
+  const std::string& pkg = package_->contents().path;
+  void* lib = library_->handle();
+  api_ = std::make_unique<Api>();
+  Api& a = *api_;
+  Resolve(lib, "AOTInductorModelContainerCreateWithDevice", &a.create, pkg);
+  Resolve(lib, "AOTInductorModelContainerDelete", &a.destroy, pkg);
+  Resolve(lib, "AOTInductorModelContainerRun", &a.run, pkg);
+  Resolve(lib, "AOTInductorModelContainerGetNumInputs", &a.num_inputs, pkg);
+  Resolve(lib, "AOTInductorModelContainerGetInputName", &a.input_name, pkg);
+  Resolve(lib, "AOTInductorModelContainerGetNumOutputs", &a.num_outputs, pkg);
+  Resolve(lib, "AOTInductorModelContainerGetOutputName", &a.output_name, pkg);
+  Resolve(lib, "AOTInductorModelContainerGetNumConstants", &a.num_constants, pkg);
+  Resolve(lib, "AOTInductorModelContainerGetConstantsBlobSize", &a.blob_size, pkg, false);
+  Resolve(lib, "AOTInductorModelUpdateConstantsFromBlob", &a.update_from_blob, pkg);
+  Resolve(lib, "AOTInductorModelContainerGetCallSpec", &a.call_spec, pkg, false);
+  // For sibling containers (CUDA graphs) that share the constants without copying them.
+  Resolve(lib, "AOTInductorModelContainerGetConstantName", &a.constant_name, pkg, false);
+  Resolve(lib, "AOTInductorModelContainerGetConstantOriginalFQN", &a.constant_fqn, pkg, false);
+  Resolve(lib, "AOTInductorModelContainerGetConstantFromFolded", &a.constant_from_folded, pkg, false);
+  Resolve(lib, "AOTInductorModelContainerExtractConstantsMap", &a.extract_constants, pkg, false);
+  Resolve(lib, "AOTInductorModelContainerUpdateUserManagedConstantBufferPairs", &a.update_user_managed_pairs, pkg,
+          false);
+}
+
+void Model::CreateContainer() {
+  const std::string device = "cuda:" + std::to_string(options_.device_index);
   aotirt_clear_last_error();
-  if (a.create(&m->container_, static_cast<size_t>(options.num_instances), device.c_str(), nullptr) != 0)
-    throw RuntimeError("package '" + package_path + "': creating the model container on " + device + " failed" +
-                       ShimTail());
+  CheckRt(api_->create(&container_, static_cast<size_t>(options_.num_instances), device.c_str(), nullptr),
+          "creating the model container on " + device);
+}
+
+void Model::ReadInputsAndOutputs() {
+  const PackageContents& c = package_->contents();
+  const Api& a = *api_;
   size_t n = 0;
-  a.num_inputs(m->container_, &n);
+  CheckRt(a.num_inputs(container_, &n), "reading the input count");
   for (size_t i = 0; i < n; ++i) {
     const char* name = nullptr;
-    a.input_name(m->container_, i, &name);
-    m->input_names_.emplace_back(name ? name : "");
+    CheckRt(a.input_name(container_, i, &name), "reading the name of input " + std::to_string(i));
+    input_names_.emplace_back(name ? name : "");
   }
-  a.num_outputs(m->container_, &n);
+  CheckRt(a.num_outputs(container_, &n), "reading the output count");
   for (size_t i = 0; i < n; ++i) {
     const char* name = nullptr;
-    a.output_name(m->container_, i, &name);
-    m->output_names_.emplace_back(name ? name : "");
+    CheckRt(a.output_name(container_, i, &name), "reading the name of output " + std::to_string(i));
+    output_names_.emplace_back(name ? name : "");
   }
   if (a.call_spec) {
     const char *in = nullptr, *out = nullptr;
-    if (a.call_spec(m->container_, &in, &out) == 0) {
-      m->in_spec_ = in ? in : "";
-      m->out_spec_ = out ? out : "";
-    }
+    CheckRt(a.call_spec(container_, &in, &out), "reading the call spec");
+    in_spec_ = in ? in : "";
+    out_spec_ = out ? out : "";
   }
 
   auto prec = c.metadata.find("aotirt_float32_matmul_precision");
-  if (prec != c.metadata.end()) m->tf32_mode_ = (prec->second == "high" || prec->second == "medium") ? 1 : 0;
+  if (prec != c.metadata.end()) tf32_mode_ = (prec->second == "high" || prec->second == "medium") ? 1 : 0;
 
   auto specs = c.metadata.find("aotirt_inputs");
   if (specs != c.metadata.end()) {
     auto j = nlohmann::json::parse(specs->second, nullptr, false);
-    if (j.is_discarded() || !j.is_array() || j.size() != m->input_names_.size())
-      throw RuntimeError("package '" + package_path + "': metadata aotirt_inputs does not describe its " +
-                         std::to_string(m->input_names_.size()) + " inputs");
+    if (j.is_discarded() || !j.is_array() || j.size() != input_names_.size())
+      throw RuntimeError("package '" + c.path + "': metadata aotirt_inputs does not describe its " +
+                         std::to_string(input_names_.size()) + " inputs");
     for (const auto& e : j) {
       InputSpec spec;
       spec.dtype = e.value("dtype", -1);
       spec.shape = e.value("shape", std::vector<int64_t>{});
       spec.strides = e.value("strides", std::vector<int64_t>{});
-      m->input_specs_.push_back(std::move(spec));
+      input_specs_.push_back(std::move(spec));
     }
   }
+}
 
+void Model::UploadConstants() {
+  const PackageContents& c = package_->contents();
+  const Api& a = *api_;
   size_t num_constants = 0;
-  a.num_constants(m->container_, &num_constants);
-  if (num_constants > 0) {
-    if (c.weights_entry.empty())
-      throw RuntimeError("package '" + package_path + "': the model has " + std::to_string(num_constants) +
-                         " constants but the package carries no weights blob (compile with "
-                         "package_constants_in_so=False and package_constants_on_disk_format='binary_blob')");
-    std::vector<uint8_t> blob = m->package_->Read(c.weights_entry);
-    uint64_t expected = 0;
-    if (a.blob_size && a.blob_size(m->container_, &expected) == 0 && expected != 0 && expected != blob.size())
-      throw RuntimeError("package '" + package_path + "': weights blob '" + c.weights_entry + "' has " +
+  CheckRt(a.num_constants(container_, &num_constants), "reading the constant count");
+  if (num_constants == 0) return;
+  if (c.weights_entry.empty())
+    throw RuntimeError("package '" + c.path + "': the model has " + std::to_string(num_constants) +
+                       " constants but the package carries no weights blob (compile with "
+                       "package_constants_in_so=False and package_constants_on_disk_format='binary_blob')");
+  std::vector<uint8_t> blob = package_->Read(c.weights_entry);
+  uint64_t expected = 0;
+  if (a.blob_size) {
+    CheckRt(a.blob_size(container_, &expected), "reading the constants blob size");
+    if (expected != 0 && expected != blob.size())
+      throw RuntimeError("package '" + c.path + "': weights blob '" + c.weights_entry + "' has " +
                          std::to_string(blob.size()) + " bytes, the model expects " + std::to_string(expected));
-    aotirt_clear_last_error();
-    if (a.update_from_blob(m->container_, blob.data()) != 0)
-      throw RuntimeError("package '" + package_path + "': uploading " + std::to_string(num_constants) +
-                         " constants to " + device + " failed" + ShimTail());
-    // The upload copies synchronously (cudaMemcpy / hipMemcpy); the host blob can go now.
   }
-  return m;
+  aotirt_clear_last_error();
+  CheckRt(a.update_from_blob(container_, blob.data()),
+          "uploading " + std::to_string(num_constants) + " constants to cuda:" + std::to_string(options_.device_index));
+  // The upload copies synchronously (cudaMemcpy / hipMemcpy) from pageable memory, which may return before the DMA
+  // has landed; a run on a non-blocking stream would not wait for it. Wait here, then the host blob can go.
+  const gpuError_t e = gpuDeviceSynchronize();
+  if (e != gpuSuccess) {
+    (void)gpuGetLastError();
+    throw RuntimeError("package '" + c.path + "': uploading constants failed: " + gpuGetErrorString(e));
+  }
+}
+
+void Model::DestroyContainer(void* container) const noexcept {
+  if (container == nullptr || !api_ || !api_->destroy) return;
+  ScopedDevice on_device(options_.device_index);
+  if (api_->destroy(container) != 0)  // nothing to do about it in a destructor but say so
+    std::fprintf(stderr, "aotirt: package '%s': destroying a model container failed%s\n",
+                 package_->contents().path.c_str(), ShimTail().c_str());
 }
 
 Model::~Model() {
-  if (container_ && api_ && api_->destroy) {
-    ScopedDevice on_device(options_.device_index);
-    api_->destroy(container_);
-  }
-  if (library_) dlclose(library_);
-  if (memfd_ >= 0) close(memfd_);
+  DestroyContainer(container_);
+  api_.reset();
+  library_.reset();  // after the container: unloads (or parks) the wrapper
 }
+
+const std::string& Model::library_name() const { return library_->name(); }
+bool Model::library_reused() const { return library_->reused(); }
 
 std::string Dims(const int64_t* sizes, int64_t dim) {
   std::string s = "[";
@@ -262,12 +285,12 @@ std::string Dims(const int64_t* sizes, int64_t dim) {
   return s + "]";
 }
 
-AtenTensorHandle Model::CheckedInput(size_t i, AtenTensorHandle in, void* stream) {
+TensorPtr Model::CheckedInput(size_t i, AtenTensorHandle in, void* stream) const {
   const std::string what = "input " + std::to_string(i) + " (" + input_names_[i] + ")";
   AtenTensorHandle out = nullptr;
   if (input_specs_.empty()) {
     CheckShim(aoti_torch_new_tensor_handle(in, &out), what);
-    return out;
+    return TensorPtr(out);
   }
   const InputSpec& spec = input_specs_[i];
   int32_t dtype = -1;
@@ -291,7 +314,7 @@ AtenTensorHandle Model::CheckedInput(size_t i, AtenTensorHandle in, void* stream
     strides_ok = shape[d] <= 1 || spec.strides[d] < 0 || spec.strides[d] == st[d];
   if (strides_ok) {
     CheckShim(aoti_torch_new_tensor_handle(in, &out), what);
-    return out;
+    return TensorPtr(out);
   }
   // The generated code indexes inputs with the strides it was compiled for: copy into that layout (on the run
   // stream) instead of computing garbage. Dynamic strides mean contiguous.
@@ -301,105 +324,93 @@ AtenTensorHandle Model::CheckedInput(size_t i, AtenTensorHandle in, void* stream
     want[d] = (spec.strides[d] >= 0) ? spec.strides[d] : s;
     s *= std::max<int64_t>(shape[d], 1);
   }
-  void* prev_stream = nullptr;
   CUDAStreamGuardHandle guard = nullptr;
-  (void)prev_stream;
   CheckShim(aoti_torch_create_cuda_stream_guard(stream, options_.device_index, &guard), what);
   AOTITorchError e1 = aoti_torch_empty_strided(dim, shape.data(), want.data(), dtype, aoti_torch_device_type_cuda(),
                                                options_.device_index, &out);
+  TensorPtr owned(out);
   AOTITorchError e2 = e1 == AOTI_TORCH_SUCCESS ? aoti_torch_copy_(out, in, 0) : e1;
   std::string err = e2 == AOTI_TORCH_SUCCESS ? "" : aotirt_last_error();
   (void)aoti_torch_delete_cuda_stream_guard(guard);
-  if (e2 != AOTI_TORCH_SUCCESS) {
-    if (out) aoti_torch_delete_tensor_object(out);
-    throw RuntimeError(what + ": restriding to the compiled layout failed: " + err);
-  }
-  return out;
+  if (e2 != AOTI_TORCH_SUCCESS) throw RuntimeError(what + ": restriding to the compiled layout failed: " + err);
+  return owned;
 }
 
-void* Model::NewSiblingContainer() {
+std::unique_ptr<SiblingContainer> Model::NewSiblingContainer() const {
   const std::string& pkg = package_->contents().path;
-  Api& a = *api_;
+  const Api& a = *api_;
   if (!a.constant_name || !a.constant_fqn || !a.constant_from_folded || !a.extract_constants ||
       !a.update_user_managed_pairs)
     throw RuntimeError("package '" + pkg + "': its wrapper cannot share constants between containers (torch too old)");
   ScopedDevice on_device(options_.device_index);
-  std::string device = "cuda:" + std::to_string(options_.device_index);
-  Handle sibling = nullptr;
-  if (a.create(&sibling, 1, device.c_str(), nullptr) != 0)
-    throw RuntimeError("package '" + pkg + "': creating a second model container failed" + ShimTail());
+  const std::string device = "cuda:" + std::to_string(options_.device_index);
+  Handle handle = nullptr;
+  aotirt_clear_last_error();
+  CheckRt(a.create(&handle, 1, device.c_str(), nullptr), "creating a second model container");
+  std::unique_ptr<SiblingContainer> sibling(new SiblingContainer(shared_from_this(), handle));
   size_t n = 0;
-  a.num_constants(container_, &n);
-  if (n > 0) {
-    // The container hands out its constants keyed by original FQN; the update takes internal names.
-    std::unordered_map<std::string, AtenTensorHandle> by_fqn;
-    struct Entry {
-      const char* name;
-      AtenTensorHandle handle;
-    };
-    std::vector<Entry> pairs;
-    bool ok = a.extract_constants(container_, reinterpret_cast<Handle>(&by_fqn), false) == 0;
-    for (size_t i = 0; ok && i < n; ++i) {
-      const char *name = nullptr, *fqn = nullptr;
-      bool folded = false;
-      a.constant_from_folded(container_, i, &folded);
-      if (folded) continue;  // recomputed by the sibling's own constant folding
-      a.constant_name(container_, i, &name);
-      a.constant_fqn(container_, i, &fqn);
-      auto it = by_fqn.find(fqn ? fqn : "");
-      if (it == by_fqn.end() || name == nullptr) {
-        ok = false;
-        break;
-      }
-      pairs.push_back({name, it->second});
-    }
-    if (!ok || a.update_user_managed_pairs(sibling, pairs.data(), pairs.size(), false, false) != 0) {
-      a.destroy(sibling);
-      throw RuntimeError("package '" + pkg + "': sharing constants with a second container failed" + ShimTail());
-    }
+  CheckRt(a.num_constants(container_, &n), "reading the constant count");
+  if (n == 0) return sibling;
+  // The container hands out its constants keyed by original FQN; the update takes internal names.
+  std::unordered_map<std::string, AtenTensorHandle> by_fqn;
+  struct Entry {
+    const char* name;
+    AtenTensorHandle handle;
+  };
+  std::vector<Entry> pairs;
+  CheckRt(a.extract_constants(container_, reinterpret_cast<Handle>(&by_fqn), false), "extracting the constants");
+  for (size_t i = 0; i < n; ++i) {
+    const char *name = nullptr, *fqn = nullptr;
+    bool folded = false;
+    CheckRt(a.constant_from_folded(container_, i, &folded), "reading constant " + std::to_string(i));
+    if (folded) continue;  // recomputed by the sibling's own constant folding
+    CheckRt(a.constant_name(container_, i, &name), "reading the name of constant " + std::to_string(i));
+    CheckRt(a.constant_fqn(container_, i, &fqn), "reading the FQN of constant " + std::to_string(i));
+    auto it = by_fqn.find(fqn ? fqn : "");
+    if (it == by_fqn.end() || name == nullptr)
+      throw RuntimeError("package '" + pkg + "': constant " + std::to_string(i) + " (" + (fqn ? fqn : "?") +
+                         ") is missing from the container's constants map; cannot share constants");
+    pairs.push_back({name, it->second});
   }
+  CheckRt(a.update_user_managed_pairs(handle, pairs.data(), pairs.size(), false, false),
+          "sharing constants with a second container");
   return sibling;
 }
 
-void Model::DeleteSiblingContainer(void* container) {
-  if (container && api_ && api_->destroy) {
-    ScopedDevice on_device(options_.device_index);
-    api_->destroy(container);
-  }
+SiblingContainer::~SiblingContainer() { model_->DestroyContainer(handle_); }
+
+std::vector<TensorPtr> Model::Run(const std::vector<AtenTensorHandle>& inputs, void* stream) {
+  return RunContainer(container_, inputs, stream);
 }
 
-std::vector<AtenTensorHandle> Model::Run(const std::vector<AtenTensorHandle>& inputs, void* stream) {
-  return RunOn(container_, inputs, stream);
+std::vector<TensorPtr> Model::RunOn(const SiblingContainer& container, const std::vector<AtenTensorHandle>& inputs,
+                                    void* stream) const {
+  if (container.model_.get() != this)
+    throw RuntimeError("package '" + package_->contents().path + "': RunOn got another model's container");
+  return RunContainer(container.get(), inputs, stream);
 }
 
-std::vector<AtenTensorHandle> Model::RunOn(void* container, const std::vector<AtenTensorHandle>& inputs,
-                                           void* stream) {
+std::vector<TensorPtr> Model::RunContainer(void* container, const std::vector<AtenTensorHandle>& inputs,
+                                           void* stream) const {
   const std::string& pkg = package_->contents().path;
   if (inputs.size() != input_names_.size())
     throw RuntimeError("package '" + pkg + "' takes " + std::to_string(input_names_.size()) + " inputs, got " +
                        std::to_string(inputs.size()));
   // The container steals its input handles: hand it new handles that alias the caller's tensors.
-  std::vector<AtenTensorHandle> stolen(inputs.size(), nullptr);
+  std::vector<TensorPtr> owned;
   for (size_t i = 0; i < inputs.size(); ++i) {
     int32_t dev_type = -1, dev_index = -1;
     CheckShim(aoti_torch_get_device_type(inputs[i], &dev_type), "input " + std::to_string(i));
     CheckShim(aoti_torch_get_device_index(inputs[i], &dev_index), "input " + std::to_string(i));
-    if (dev_type != aoti_torch_device_type_cuda() || dev_index != options_.device_index) {
-      for (auto h : stolen)
-        if (h) aoti_torch_delete_tensor_object(h);
+    if (dev_type != aoti_torch_device_type_cuda() || dev_index != options_.device_index)
       throw RuntimeError("input " + std::to_string(i) + " (" + input_names_[i] + ") is on " +
                          (dev_type == aoti_torch_device_type_cuda() ? "cuda:" + std::to_string(dev_index)
                                                                     : std::string("cpu")) +
                          ", the model runs on cuda:" + std::to_string(options_.device_index));
-    }
-    try {
-      stolen[i] = CheckedInput(i, inputs[i], stream);
-    } catch (...) {
-      for (auto h : stolen)
-        if (h) aoti_torch_delete_tensor_object(h);
-      throw;
-    }
+    owned.push_back(CheckedInput(i, inputs[i], stream));
   }
+  std::vector<AtenTensorHandle> stolen;
+  for (auto& t : owned) stolen.push_back(t.release());  // the container deletes them, on success and on failure
   std::vector<AtenTensorHandle> outputs(output_names_.size(), nullptr);
   // The generated code runs on this thread: apply the package's fp32 GEMM precision to it for the call.
   using SetTf32 = void (*)(int32_t);
@@ -412,12 +423,10 @@ std::vector<AtenTensorHandle> Model::RunOn(void* container, const std::vector<At
     err = api_->run(container, stolen.data(), stolen.size(), outputs.data(), outputs.size(), stream, nullptr);
     if (set_tf32 && tf32_mode_ >= 0) set_tf32(-1);
   }
-  if (err != 0) {
-    for (auto h : outputs)
-      if (h) aoti_torch_delete_tensor_object(h);
-    throw RuntimeError("package '" + pkg + "': run failed" + ShimTail());
-  }
-  return outputs;
+  std::vector<TensorPtr> result;
+  for (auto h : outputs) result.emplace_back(h);
+  if (err != 0) throw RuntimeError("package '" + pkg + "': run failed" + ShimTail());
+  return result;
 }
 
 }  // namespace aotirt

@@ -58,7 +58,26 @@ struct ModelOptions {
   std::string model_name = "model";
 };
 
-class AOTIRT_RUNTIME_API Model {
+class WrapperLibrary;
+class Model;
+
+// An extra model container over a model's loaded library (Model::NewSiblingContainer), sharing its constants.
+// Owning: destroying it destroys the container; it keeps its model (and so the library) alive.
+class AOTIRT_RUNTIME_API SiblingContainer {
+ public:
+  ~SiblingContainer();
+  SiblingContainer(const SiblingContainer&) = delete;
+  SiblingContainer& operator=(const SiblingContainer&) = delete;
+  void* get() const { return handle_; }
+
+ private:
+  friend class Model;
+  SiblingContainer(std::shared_ptr<const Model> model, void* handle) : model_(std::move(model)), handle_(handle) {}
+  std::shared_ptr<const Model> model_;
+  void* handle_;
+};
+
+class AOTIRT_RUNTIME_API Model : public std::enable_shared_from_this<Model> {
  public:
   static std::shared_ptr<Model> Load(const std::string& package_path, const ModelOptions& options = {});
   ~Model();
@@ -72,26 +91,40 @@ class AOTIRT_RUNTIME_API Model {
   // The pytree specs Inductor recorded (JSON strings; "" if the package has none).
   const std::string& in_spec() const { return in_spec_; }
   const std::string& out_spec() const { return out_spec_; }
+  // The name the dynamic loader knows this model's wrapper library by (unique among loaded objects), and whether
+  // the load reused a wrapper of the same bytes that an earlier, dropped model left mapped.
+  const std::string& library_name() const;
+  bool library_reused() const;
 
   // Runs on `stream` (a cudaStream_t; nullptr = the legacy default stream) of this model's device.
-  // inputs: borrowed (the caller keeps its handles). Returns new references the caller must delete (or wrap in
-  // TensorPtr). Thread-safe; up to num_instances calls run at once.
-  std::vector<AtenTensorHandle> Run(const std::vector<AtenTensorHandle>& inputs, void* stream);
+  // inputs: borrowed (the caller keeps its handles). Returns owning handles. Thread-safe; up to num_instances calls
+  // run at once.
+  std::vector<TensorPtr> Run(const std::vector<AtenTensorHandle>& inputs, void* stream);
 
   // A second model container over the same loaded library whose constants alias this model's (no copy). CUDA
   // graphs capture on one, so the capture never touches the container that eager runs use.
-  void* NewSiblingContainer();
-  void DeleteSiblingContainer(void* container);
-  std::vector<AtenTensorHandle> RunOn(void* container, const std::vector<AtenTensorHandle>& inputs, void* stream);
+  std::unique_ptr<SiblingContainer> NewSiblingContainer() const;
+  std::vector<TensorPtr> RunOn(const SiblingContainer& container, const std::vector<AtenTensorHandle>& inputs,
+                               void* stream) const;
 
  private:
+  friend class SiblingContainer;
   Model() = default;
-  AtenTensorHandle CheckedInput(size_t i, AtenTensorHandle in, void* stream);
   struct Api;
+  // The steps of Load: the wrapper's entry points, the container's inputs/outputs and specs, the constants.
+  void ResolveApi();
+  void CreateContainer();
+  void ReadInputsAndOutputs();
+  void UploadConstants();
+  std::vector<TensorPtr> RunContainer(void* container, const std::vector<AtenTensorHandle>& inputs,
+                                      void* stream) const;
+  TensorPtr CheckedInput(size_t i, AtenTensorHandle in, void* stream) const;
+  // Throws RuntimeError("package '<path>': <what> failed ...") when a container call returned an error.
+  void CheckRt(int32_t err, const std::string& what) const;
+  void DestroyContainer(void* container) const noexcept;
   std::shared_ptr<Package> package_;
   ModelOptions options_;
-  void* library_ = nullptr;       // dlopen handle of the wrapper .so
-  int memfd_ = -1;
+  std::shared_ptr<WrapperLibrary> library_;
   std::unique_ptr<Api> api_;
   void* container_ = nullptr;     // AOTInductorModelContainerHandle
   std::vector<std::string> input_names_, output_names_;
@@ -107,6 +140,14 @@ class AOTIRT_RUNTIME_API Model {
   int32_t tf32_mode_ = -1;
 };
 
+// How this process's wrapper libraries were loaded: `loaded` fresh, `reused` (a dropped model's wrapper of the same
+// bytes taken over), `unloaded` (gone from the process), `parked` now (dropped but still mapped: pinned by
+// thread_local destructors until their threads exit), `live` now (held by models), `name_conflicts` (a memfd name
+// some other object was loaded under, skipped).
+struct WrapperLibraryStats {
+  int64_t loaded = 0, reused = 0, unloaded = 0, parked = 0, live = 0, name_conflicts = 0;
+};
+AOTIRT_RUNTIME_API WrapperLibraryStats GetWrapperLibraryStats();
 
 // One model run captured into a CUDA graph (whole-model graphs). Capture() copies the example inputs into static
 // buffers, warms the model up, captures a run on `stream` (not the legacy default stream) and instantiates it; a
@@ -118,7 +159,7 @@ class AOTIRT_RUNTIME_API CapturedModel {
   static std::unique_ptr<CapturedModel> Capture(std::shared_ptr<Model> model,
                                                 const std::vector<AtenTensorHandle>& example_inputs, void* stream,
                                                 int warmup = 2);
-  std::vector<AtenTensorHandle> Replay(const std::vector<AtenTensorHandle>& inputs);
+  std::vector<TensorPtr> Replay(const std::vector<AtenTensorHandle>& inputs);
   void* stream() const { return stream_; }
   ~CapturedModel();
 
@@ -128,7 +169,7 @@ class AOTIRT_RUNTIME_API CapturedModel {
   void* stream_ = nullptr;
   void* graph_ = nullptr;  // cudaGraph_t
   void* exec_ = nullptr;   // cudaGraphExec_t
-  void* container_ = nullptr;  // the sibling container the graph was captured on
+  std::unique_ptr<SiblingContainer> container_;  // the graph was captured on it
   std::vector<TensorPtr> static_inputs_, static_outputs_;
 };
 

@@ -3,6 +3,7 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <memory>
@@ -189,15 +190,15 @@ TEST_F(GemmGpu, CudaGraphCaptureAndReplayWithNewInputs) {
       FillRandom(rng, &c->b);
       if (c->has_self) FillRandom(rng, &c->self);
     }
-    cudaMemcpy(d1.a.base, c1.a.storage.data(), c1.a.storage.size(), cudaMemcpyHostToDevice);
-    cudaMemcpy(d1.b.base, c1.b.storage.data(), c1.b.storage.size(), cudaMemcpyHostToDevice);
-    cudaMemcpy(d1.self.base, c1.self.storage.data(), c1.self.storage.size(), cudaMemcpyHostToDevice);
-    cudaMemcpy(d2.a.base, c2.a.storage.data(), c2.a.storage.size(), cudaMemcpyHostToDevice);
-    cudaMemcpy(d2.b.base, c2.b.storage.data(), c2.b.storage.size(), cudaMemcpyHostToDevice);
+    d1.a.Upload(c1.a, stream);
+    d1.b.Upload(c1.b, stream);
+    d1.self.Upload(c1.self, stream);
+    d2.a.Upload(c2.a, stream);
+    d2.b.Upload(c2.b, stream);
     ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
     ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
-    EXPECT_EQ(CompareOut(c1, d1.out.Download(c1.out.storage.size())), "") << "round " << round;
-    EXPECT_EQ(CompareOut(c2, d2.out.Download(c2.out.storage.size())), "") << "round " << round;
+    EXPECT_EQ(CompareOut(c1, d1.out.Download(c1.out.storage.size(), stream)), "") << "round " << round;
+    EXPECT_EQ(CompareOut(c2, d2.out.Download(c2.out.storage.size(), stream)), "") << "round " << round;
   }
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
@@ -206,6 +207,8 @@ TEST_F(GemmGpu, CudaGraphCaptureAndReplayWithNewInputs) {
 }
 
 TEST_F(GemmGpu, CaptureWithoutHandleIsAClearError) {
+  // Exited threads leave their GEMM state (with its handles) for the next thread: start from an empty pool.
+  aotirt::gemm::ReleaseGemmThreadStates();
   std::string msg;
   std::thread t([&] {  // a fresh thread has no handle yet
     cudaStream_t stream;
@@ -232,6 +235,28 @@ TEST_F(GemmGpu, CaptureWithoutHandleIsAClearError) {
   EXPECT_NE(msg.find("aoti_torch_cuda_mm_out: this thread has no cuBLASLt handle"), std::string::npos) << msg;
 }
 
+TEST_F(GemmGpu, ExitedThreadsHandTheirStateToTheNext) {
+  // Regression: threads that exited destroyed their cuBLASLt handles from a thread_local destructor, which crashed
+  // in libcuda (cublasLtDestroy -> cuCtxSynchronize) while other threads ran GEMMs. Now a thread's state goes back to
+  // a pool at exit; here waves of 8 threads run a GEMM each and exit while others of their wave still run.
+  aotirt::gemm::ReleaseGemmThreadStates();
+  std::atomic<int> wrong{0};
+  for (int wave = 0; wave < 20; ++wave) {
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 8; ++t) {
+      threads.emplace_back([&, wave, t] {
+        std::mt19937 rng(1000 * wave + t);
+        Case c = RandomCase(rng, GemmOp::kAddmm, DType::kBFloat16, 12);
+        if (!RunOnGpu(c).empty()) ++wrong;
+      });
+    }
+    for (auto& th : threads) th.join();  // threads finish at different times: exits overlap the others' calls
+  }
+  EXPECT_EQ(wrong.load(), 0);
+  // At most as many states as threads ever alive at once (8), however many threads came and went (160).
+  EXPECT_LE(aotirt::gemm::ReleaseGemmThreadStates(), 8);
+}
+
 TEST_F(GemmGpu, EightThreadsTwoHundredCallsOnTheirOwnStreams) {
   std::vector<std::string> errors(8);
   std::vector<std::thread> threads;
@@ -246,13 +271,13 @@ TEST_F(GemmGpu, EightThreadsTwoHundredCallsOnTheirOwnStreams) {
       for (int i = 0; i < 200 && errors[t].empty(); ++i) {
         Case c = RandomCase(rng, ops[i % 4], i % 2 ? DType::kBFloat16 : DType::kFloat32, 16);
         DeviceCase d;
-        d.Upload(c);
+        d.Upload(c, stream);
         if (CallShim(c, d) != AOTI_TORCH_SUCCESS) {
           errors[t] = std::string("call ") + std::to_string(i) + ": " + aotirt_last_error();
           break;
         }
         cudaStreamSynchronize(stream);
-        std::string diff = CompareOut(c, d.out.Download(c.out.storage.size()));
+        std::string diff = CompareOut(c, d.out.Download(c.out.storage.size(), stream));
         if (!diff.empty()) errors[t] = "call " + std::to_string(i) + ": " + c.Describe() + ": " + diff;
       }
       aoti_torch_delete_cuda_stream_guard(guard);
@@ -297,7 +322,10 @@ TEST_F(GemmGpu, RepeatedCallsHitThePlanCacheAndAreCheapOnTheHost) {
 // so compute-sanitizer's leak check sees only real leaks.
 class ReleaseWorkspacesAtExit : public ::testing::Environment {
  public:
-  void TearDown() override { aotirt::gemm::ReleaseStreamWorkspaces(); }
+  void TearDown() override {
+    aotirt::gemm::ReleaseGemmThreadStates();  // handles, plans, replay graphs of exited threads (and this one's)
+    aotirt::gemm::ReleaseStreamWorkspaces();
+  }
 };
 const auto* const kReleaseWorkspaces = ::testing::AddGlobalTestEnvironment(new ReleaseWorkspacesAtExit);
 

@@ -23,27 +23,31 @@ struct DeviceTensor {
     if (h) aoti_torch_delete_tensor_object(h);
     if (base) cudaFree(base);
   }
-  void Upload(const HostTensor& t) {
+  // Copies on `stream` and waits for it: a plain cudaMemcpy from pageable memory may return before its DMA has
+  // landed, and a kernel on a non-blocking stream does not wait for it (that raced the 8-thread test's inputs).
+  void Upload(const HostTensor& t, cudaStream_t stream = nullptr) {
     if (!base && cudaMalloc(&base, t.storage.size()) != cudaSuccess) base = nullptr;
-    cudaMemcpy(base, t.storage.data(), t.storage.size(), cudaMemcpyHostToDevice);
+    cudaMemcpyAsync(base, t.storage.data(), t.storage.size(), cudaMemcpyHostToDevice, stream);
+    cudaStreamSynchronize(stream);
     if (!h)
       aoti_torch_create_tensor_from_blob(base, static_cast<int64_t>(t.sizes.size()), t.sizes.data(),
                                          t.strides.data(), t.offset, static_cast<int32_t>(t.dtype), 1, 0, &h);
   }
-  std::vector<unsigned char> Download(size_t bytes) const {
+  std::vector<unsigned char> Download(size_t bytes, cudaStream_t stream = nullptr) const {
     std::vector<unsigned char> v(bytes);
-    cudaMemcpy(v.data(), base, bytes, cudaMemcpyDeviceToHost);
+    cudaMemcpyAsync(v.data(), base, bytes, cudaMemcpyDeviceToHost, stream);
+    cudaStreamSynchronize(stream);
     return v;
   }
 };
 
 struct DeviceCase {
   DeviceTensor out, self, a, b;
-  void Upload(const Case& c) {
-    out.Upload(c.out);
-    a.Upload(c.a);
-    b.Upload(c.b);
-    if (c.has_self) self.Upload(c.self);
+  void Upload(const Case& c, cudaStream_t stream = nullptr) {
+    out.Upload(c.out, stream);
+    a.Upload(c.a, stream);
+    b.Upload(c.b, stream);
+    if (c.has_self) self.Upload(c.self, stream);
   }
 };
 

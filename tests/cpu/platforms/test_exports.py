@@ -67,4 +67,4 @@ def test_checked_in_def_equals_generated():
     checked_in = open(data("AOTIRT_WINDOWS_DEF_CHECKED_IN")).read()
     generated = open(data("AOTIRT_WINDOWS_DEF")).read()
     assert checked_in == generated, ("platform/windows/aoti_cuda_shims.def is stale: copy "
-                                     "bazel-bin/platform/windows/generated/aoti_cuda_shims.def over it")
+                                     ".bazel/bin/platform/windows/generated/aoti_cuda_shims.def over it")

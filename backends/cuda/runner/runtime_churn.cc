@@ -1,0 +1,196 @@
+// runtime_churn: load/run/drop cycles over several packages in one process, from C++ (the Python twin is
+// tests/gpu/test_serving_gpu.py; tests/gpu/test_churn_native_gpu.py drives this one).
+//   runtime_churn [--cycles N] [--threads T] [--seed S] [--rtol R] [--atol A] PKG.pt2:INPUTS.safetensors:EXPECTED.safetensors ...
+// Every cycle loads a package chosen at random, runs it on its inputs, compares every output with the expected
+// tensors (|got - want| <= atol + rtol * |want|), and drops the model. T threads do this at once, each with its own
+// order. Prints the device memory in use after the first cycle and at the end, and the leak per cycle; exits 1 on
+// any wrong output or error, 0 otherwise.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "backends/cuda/runner/host_io.h"
+#include "backends/cuda/runner/tensor_file.h"
+#include "backends/cuda/runtime/runtime.h"
+
+namespace {
+
+struct Case {
+  std::string package;
+  std::vector<aotirt::HostTensor> inputs, expected;
+};
+
+double ValueAt(const aotirt::HostTensor& t, size_t i) {
+  const uint8_t* p = t.data.data();
+  switch (t.dtype) {
+    case 6: { float v; std::memcpy(&v, p + 4 * i, 4); return v; }
+    case 7: { double v; std::memcpy(&v, p + 8 * i, 8); return v; }
+    case 15: { uint32_t b = static_cast<uint32_t>(p[2 * i] | (p[2 * i + 1] << 8)) << 16; float v; std::memcpy(&v, &b, 4); return v; }
+    case 5: {
+      const uint16_t h = static_cast<uint16_t>(p[2 * i] | (p[2 * i + 1] << 8));
+      const int e = (h >> 10) & 31, m = h & 1023;
+      const double mag = e == 0 ? std::ldexp(m, -24) : (e == 31 ? INFINITY : std::ldexp(1024 + m, e - 25));
+      return (h & 0x8000) ? -mag : mag;
+    }
+    case 4: { int64_t v; std::memcpy(&v, p + 8 * i, 8); return static_cast<double>(v); }
+    case 3: { int32_t v; std::memcpy(&v, p + 4 * i, 4); return v; }
+    default: return p[i];
+  }
+}
+
+// "" when `got` matches `want`, else the first difference.
+std::string Compare(const aotirt::HostTensor& got, const aotirt::HostTensor& want, double rtol, double atol) {
+  if (got.shape != want.shape) return "shape differs";
+  if (got.dtype != want.dtype) return "dtype " + std::to_string(got.dtype) + ", expected " + std::to_string(want.dtype);
+  const size_t n = got.data.size() / static_cast<size_t>(aotirt::DTypeSize(got.dtype));
+  for (size_t i = 0; i < n; ++i) {
+    const double g = ValueAt(got, i), w = ValueAt(want, i);
+    if (!(std::fabs(g - w) <= atol + rtol * std::fabs(w)))
+      return "element " + std::to_string(i) + " = " + std::to_string(g) + ", expected " + std::to_string(w);
+  }
+  return "";
+}
+
+size_t UsedBytes() {
+  size_t free_b = 0, total = 0;
+  (void)cudaDeviceSynchronize();
+  if (cudaMemGetInfo(&free_b, &total) != cudaSuccess) return 0;
+  return total - free_b;
+}
+
+// One cycle: load, run on the inputs, compare every output, drop. "" on success, else what was wrong.
+std::string RunCycle(const Case& c, double rtol, double atol) {
+  auto model = aotirt::Model::Load(c.package, aotirt::ModelOptions{0, 1, "model"});
+  std::vector<aotirt::HostTensor> inputs = c.inputs;  // ToDevice reads from them
+  std::vector<aotirt::TensorPtr> dev;
+  std::vector<AtenTensorHandle> handles;
+  for (auto& in : inputs) {
+    dev.push_back(aotirt::ToDevice(in, 0));
+    handles.push_back(dev.back().get());
+  }
+  auto outs = model->Run(handles, nullptr);
+  if (outs.size() != c.expected.size())
+    return "got " + std::to_string(outs.size()) + " outputs, expected " + std::to_string(c.expected.size());
+  for (size_t o = 0; o < outs.size(); ++o) {
+    const std::string diff = Compare(aotirt::ToHost(outs[o].get(), std::to_string(o)), c.expected[o], rtol, atol);
+    if (!diff.empty())
+      return "output " + std::to_string(o) + ": " + diff + " (wrapper " + model->library_name() +
+             (model->library_reused() ? ", reused" : "") + ")";
+  }
+  return "";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int cycles = 200, threads = 1, seed = 1;
+  double rtol = 2e-2, atol = 2e-2;
+  std::vector<Case> cases;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&](const char* flag) -> std::string {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "runtime_churn: %s needs a value\n", flag);
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--cycles") cycles = std::atoi(next("--cycles").c_str());
+    else if (a == "--threads") threads = std::atoi(next("--threads").c_str());
+    else if (a == "--seed") seed = std::atoi(next("--seed").c_str());
+    else if (a == "--rtol") rtol = std::atof(next("--rtol").c_str());
+    else if (a == "--atol") atol = std::atof(next("--atol").c_str());
+    else {
+      const size_t p1 = a.find(':'), p2 = a.find(':', p1 == std::string::npos ? 0 : p1 + 1);
+      if (p1 == std::string::npos || p2 == std::string::npos) {
+        std::fprintf(stderr, "runtime_churn: expected PKG:INPUTS:EXPECTED, got '%s'\n", a.c_str());
+        return 2;
+      }
+      try {
+        Case c;
+        c.package = a.substr(0, p1);
+        c.inputs = aotirt::ReadTensorFile(a.substr(p1 + 1, p2 - p1 - 1));
+        c.expected = aotirt::ReadTensorFile(a.substr(p2 + 1));
+        cases.push_back(std::move(c));
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "runtime_churn: %s\n", e.what());
+        return 2;
+      }
+    }
+  }
+  if (cases.empty() || cycles < 1 || threads < 1) {
+    std::fprintf(stderr, "usage: runtime_churn [--cycles N] [--threads T] [--seed S] [--rtol R] [--atol A] "
+                         "PKG:INPUTS:EXPECTED ...\n");
+    return 2;
+  }
+  (void)cudaSetDevice(0);
+  // Baseline: one cycle of each package, single-threaded (the pools, cuBLASLt and every wrapper are warm then).
+  for (const Case& c : cases) {
+    try {
+      const std::string diff = RunCycle(c, rtol, atol);
+      if (!diff.empty()) {
+        std::fprintf(stderr, "baseline cycle of %s: %s\n", c.package.c_str(), diff.c_str());
+        return 1;
+      }
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "baseline cycle of %s: %s\n", c.package.c_str(), e.what());
+      return 1;
+    }
+  }
+  const size_t used_before = UsedBytes();
+  const int64_t live_before = aotirt_live_tensor_count();
+  std::atomic<int64_t> done{0}, wrong{0}, failed{0};
+  std::mutex log_mu;
+  auto report = [&](const std::string& what) {
+    std::lock_guard<std::mutex> lock(log_mu);
+    if (wrong + failed <= 10) std::fprintf(stderr, "%s\n", what.c_str());
+  };
+  auto worker = [&](int t) {
+    std::mt19937 rng(static_cast<uint32_t>(seed * 1000 + t));
+    for (int i = 0; i < cycles; ++i) {
+      const Case& c = cases[rng() % cases.size()];
+      const std::string where = "thread " + std::to_string(t) + " cycle " + std::to_string(i) + " (" + c.package + ")";
+      try {
+        const std::string diff = RunCycle(c, rtol, atol);
+        if (!diff.empty()) {
+          ++wrong;
+          report(where + ": " + diff);
+        }
+      } catch (const std::exception& e) {
+        ++failed;
+        report(where + ": " + e.what());
+      }
+      ++done;
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) pool.emplace_back(worker, t);
+  for (auto& th : pool) th.join();
+  const size_t used_end = UsedBytes();
+  const int64_t live_end = aotirt_live_tensor_count();
+  const auto s = aotirt::GetWrapperLibraryStats();
+  const int64_t total = done.load();
+  const double leak = (static_cast<double>(used_end) - static_cast<double>(used_before)) /
+                      static_cast<double>(std::max<int64_t>(total, 1));
+  std::printf("churn: %lld cycles over %zu packages from %d thread(s): %lld wrong, %lld failed; device memory in use "
+              "%.1f MiB after one cycle of each package, %.1f MiB at the end: %.2f KiB per cycle; live tensors "
+              "%lld -> %lld; wrappers: %lld loaded, %lld reused, %lld unloaded, %lld parked\n",
+              static_cast<long long>(total), cases.size(), threads, static_cast<long long>(wrong.load()),
+              static_cast<long long>(failed.load()), used_before / 1048576.0, used_end / 1048576.0, leak / 1024.0,
+              static_cast<long long>(live_before), static_cast<long long>(live_end),
+              static_cast<long long>(s.loaded), static_cast<long long>(s.reused),
+              static_cast<long long>(s.unloaded), static_cast<long long>(s.parked));
+  const bool ok = wrong == 0 && failed == 0 && total == static_cast<int64_t>(cycles) * threads &&
+                  live_end == live_before;
+  return ok ? 0 : 1;
+}
