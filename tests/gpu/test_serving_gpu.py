@@ -162,12 +162,24 @@ def _process_gpu_bytes():
     return None
 
 
+def _loaded_cudart():
+    """The libcudart already mapped into this process (ctypes, RTLD_NOLOAD), or None; never loads one."""
+    import ctypes
+    with open("/proc/self/maps") as f:
+        paths = sorted({line.split()[-1] for line in f if "/libcudart.so" in line})
+    for path in paths:
+        try:
+            return ctypes.CDLL(path, mode=os.RTLD_NOW | os.RTLD_NOLOAD)
+        except OSError:
+            pass
+    return None
+
+
 def _trim_runtime_pool(device=0):
     """Returns the runtime's stream-ordered pool's free blocks to the driver (it keeps them: release threshold max),
     so what stays is memory still in use. torch's and CuPy's own pools are not this pool."""
     import ctypes
-    from aotirt import runtime
-    lib = runtime._loaded_cudart()
+    lib = _loaded_cudart()
     if lib is None:
         return
     pool = ctypes.c_void_p()
@@ -432,11 +444,21 @@ def proc_bytes():
             return int(parts[1]) << 20
     return None
 
+def loaded_cudart():
+    with open("/proc/self/maps") as f:
+        paths = sorted({line.split()[-1] for line in f if "/libcudart.so" in line})
+    for path in paths:
+        try:
+            return ctypes.CDLL(path, mode=os.RTLD_NOW | os.RTLD_NOLOAD)
+        except OSError:
+            pass
+    return None
+
 def used():
     gc.collect()
     cp.cuda.Device().synchronize()
     cp.get_default_memory_pool().free_all_blocks()
-    lib = runtime._loaded_cudart()  # the runtime's stream-ordered pool keeps free blocks: trim them
+    lib = loaded_cudart()  # the runtime's stream-ordered pool keeps free blocks: trim them
     if lib is not None:
         pool = ctypes.c_void_p()
         if lib.cudaDeviceGetDefaultMemPool(ctypes.byref(pool), ctypes.c_int(0)) == 0:
@@ -490,7 +512,7 @@ def test_package_churn_without_torch(packages, capsys, record_property):
     assert not applies or leak < LEAK_BOUND_PER_CYCLE, "\n".join(lines)
 
 
-def _native_churn(packages, tmp_path, threads, cycles):
+def _native_churn(packages, tmp_path, threads, cycles, capsys, record_property):
     """Runs the C++ churn (backends/cuda/runner/runtime_churn) over every package; returns its summary line."""
     exe = os.environ.get("AOTIRT_RUNTIME_CHURN", "")
     if not exe or not os.access(exe, os.X_OK):
@@ -507,21 +529,10 @@ def _native_churn(packages, tmp_path, threads, cycles):
     env.pop("PYTHONPATH", None)  # a C++ process: nothing of Python's
     r = subprocess.run(args, capture_output=True, text=True, timeout=600, env=env)
     summary = [line for line in r.stdout.splitlines() if line.startswith("churn:")]
-    with capsys_disabled():
-        print(f"\n[runtime_churn x{threads}] {summary[0] if summary else r.stdout[-2000:]}\n{r.stderr[-3000:]}")
+    _report(capsys, record_property, f"native_churn_x{threads}",
+            summary or [r.stdout[-2000:]] + ([r.stderr[-2000:]] if r.stderr else []))
     assert r.returncode == 0, f"runtime_churn failed (rc {r.returncode}):\n{r.stdout[-2000:]}\n{r.stderr[-4000:]}"
     return summary[0]
-
-
-class capsys_disabled:
-    """Prints straight to the terminal (the numbers belong in the log even under -q)."""
-
-    def __enter__(self):
-        self._out = sys.stdout
-        sys.stdout = sys.__stdout__
-
-    def __exit__(self, *exc):
-        sys.stdout = self._out
 
 
 def _leak_kib(summary):
@@ -532,16 +543,16 @@ def _leak_kib(summary):
 
 
 @requires_gpu
-def test_native_churn_in_one_thread(packages, tmp_path):
+def test_native_churn_in_one_thread(packages, tmp_path, capsys, record_property):
     """C++ (no Python in the loop): 240 load/run/drop cycles over the 4 packages, every output checked, live tensors
     back to their count, device memory per cycle under the same bound as the Python churn."""
-    summary = _native_churn(packages, tmp_path, threads=1, cycles=CYCLES)
+    summary = _native_churn(packages, tmp_path, 1, CYCLES, capsys, record_property)
     assert "0 wrong, 0 failed" in summary, summary
     assert _leak_kib(summary) * KiB < LEAK_BOUND_PER_CYCLE, summary
 
 
 @requires_gpu
-def test_native_churn_from_four_threads(packages, tmp_path):
-    summary = _native_churn(packages, tmp_path, threads=4, cycles=THREAD_CYCLES)
+def test_native_churn_from_four_threads(packages, tmp_path, capsys, record_property):
+    summary = _native_churn(packages, tmp_path, 4, THREAD_CYCLES, capsys, record_property)
     assert "0 wrong, 0 failed" in summary, summary
     assert _leak_kib(summary) * KiB < LEAK_BOUND_PER_CYCLE, summary
