@@ -318,17 +318,6 @@ TEST_F(GemmGpu, RepeatedCallsHitThePlanCacheAndAreCheapOnTheHost) {
               std::chrono::duration<double, std::micro>(t1 - t0).count() / n);
 }
 
-// The cached per-stream cuBLASLt workspaces live as long as the process (as torch's do); free them when the tests end
-// so compute-sanitizer's leak check sees only real leaks.
-class ReleaseWorkspacesAtExit : public ::testing::Environment {
- public:
-  void TearDown() override {
-    aotirt::gemm::ReleaseGemmThreadStates();  // handles, plans, replay graphs of exited threads (and this one's)
-    aotirt::gemm::ReleaseStreamWorkspaces();
-  }
-};
-const auto* const kReleaseWorkspaces = ::testing::AddGlobalTestEnvironment(new ReleaseWorkspacesAtExit);
-
 // Sets a GEMM switch for one test and gives it back to the environment's choice when the test ends.
 template <void (*Set)(int)>
 struct Scoped {

@@ -251,15 +251,5 @@ TEST_F(GemmThreads, SixteenThreadsMixedCallsEveryResultChecked) {
   EXPECT_GT(after.graph_replays - before.graph_replays, 0);
 }
 
-// Frees the cached per-stream workspaces when the tests end, so compute-sanitizer's leak check sees only real leaks.
-class ReleaseWorkspacesAtExit : public ::testing::Environment {
- public:
-  void TearDown() override {
-    aotirt::gemm::ReleaseGemmThreadStates();  // handles, plans, replay graphs of exited threads (and this one's)
-    aotirt::gemm::ReleaseStreamWorkspaces();
-  }
-};
-const auto* const kReleaseWorkspaces = ::testing::AddGlobalTestEnvironment(new ReleaseWorkspacesAtExit);
-
 }  // namespace
 }  // namespace aotirt_gemm_test

@@ -8,7 +8,9 @@
 
 #include <string>
 
+#include "shims/gemm/executor.h"
 #include "shims/gemm/tests/gemm_test_util.h"
+#include "shims/gemm/workspace.h"
 #include "shims/include/aotirt/shim.h"
 
 namespace aotirt_gemm_test {
@@ -71,6 +73,18 @@ inline std::string RunOnGpu(const Case& c) {
   if (e != cudaSuccess) return std::string("CUDA error: ") + cudaGetErrorString(e);
   return CompareOut(c, d.out.Download(c.out.storage.size()));
 }
+
+// What the GEMM shims keep for the life of the process (per-stream cuBLASLt workspaces, as torch's) or hand from
+// exited threads to the next (handles, plans, replay graphs) is freed after each run of the tests (each
+// --gtest_repeat iteration too), so compute-sanitizer's leak check sees only real leaks and repeats start fresh.
+class ReleaseGemmStateAfterTests : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    aotirt::gemm::ReleaseGemmThreadStates();
+    aotirt::gemm::ReleaseStreamWorkspaces();
+  }
+};
+inline const auto* const kReleaseGemmState = ::testing::AddGlobalTestEnvironment(new ReleaseGemmStateAfterTests);
 
 }  // namespace aotirt_gemm_test
 #endif  // AOTIRT_GEMM_TESTS_GPU_UTIL_H_
