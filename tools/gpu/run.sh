@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (through the device tool), from the repo root with gpu_bundle/ carried:
-#   bash tools/gpu/run.sh [tests|verify|cc|memcheck|racecheck|tsan|py|bench|models|main|all|pack]...
+#   bash tools/gpu/run.sh [tests|verify|cc|memcheck|racecheck|tsan|serving|py|bench|models|main|all|pack]...
 # Writes logs and JSON under $OUT (default ./out) and a summary line per suite. No Bazel there.
 #   tests = cc memcheck py;  all = tests main bench;  verify = py beside cc+memcheck;  racecheck and tsan (the
 #   bundle's tsan/ binaries: BUNDLE_TSAN=1 bash tools/gpu/bundle.sh) run when named (minutes under the sanitizers)
@@ -173,6 +173,21 @@ run_tsan() {
     run_gtest_binaries tsan tsan "${TSAN_TIMEOUT:-420}" "${pre[@]}" -- "${bins[@]}"
 }
 
+# Issue 12's serving checks in one call (about 4 minutes on the H200): the 16-thread GEMM stress test with repeats
+# (SERVING_REPEAT, default 20), the 8-thread and thread-exit tests of gemm_shim_gpu_test 12 times, the thread tests
+# under TSan (when the bundle has tsan/), then the package churn / no-torch tests (tests/gpu/test_serving_gpu.py).
+run_serving() {
+  local GT_ARGS=("--gtest_repeat=${SERVING_REPEAT:-20}") GT_FILTERED=""
+  run_gtest_binaries stress stress "${CC_TIMEOUT:-300}" -- "$B/bin/shims_gemm_gemm_threads_gpu_test"
+  GT_ARGS=("--gtest_filter=*EightThreads*:*ExitedThreads*" "--gtest_repeat=12"); GT_FILTERED=1
+  run_gtest_binaries threads threads "${CC_TIMEOUT:-300}" -- "$B/bin/shims_gemm_gemm_shim_gpu_test"
+  if compgen -G "$B/tsan/*" > /dev/null; then
+    AOTIRT_STRESS_CALLS="${AOTIRT_STRESS_CALLS:-150}" \
+      TSAN_FILTER="GemmThreads.*:*EightThreads*:*ExitedThreads*:*CudaGraph*" CC_REPEAT="" run_tsan
+  fi
+  PYTEST_PATHS=tests/gpu/test_serving_gpu.py run_py_tests
+}
+
 # pytest_counts XML: "passed failed skipped" from a JUnit XML file (nothing when it is missing or unreadable).
 pytest_counts() {
   $PY - "$1" <<'EOF' 2>/dev/null
@@ -304,12 +319,13 @@ main() {
       memcheck) run_memcheck ;;
       racecheck) run_racecheck ;;
       tsan) run_tsan ;;
+      serving) run_serving ;;
       cc) run_cc_tests ;;
       py) run_py_tests ;;
       main|all) run_main ;;&
       bench|all) run_bench ;;
       tests|all|main) ;;
-      *) echo "unknown suite '$s' (tests|verify|cc|memcheck|racecheck|tsan|py|bench|models|main|all|pack)" | tee -a "$summary"
+      *) echo "unknown suite '$s' (tests|verify|cc|memcheck|racecheck|tsan|serving|py|bench|models|main|all|pack)" | tee -a "$summary"
          SUITE_FAILURES+=("$s") ;;
     esac
   done
