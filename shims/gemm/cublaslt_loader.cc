@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <mutex>
 
+#include "shims/common/env.h"
 #include "shims/common/error.h"
 #include "shims/gemm/stats.h"
 
@@ -18,11 +19,6 @@ std::vector<std::string>& Dirs() {
   return *dirs;
 }
 
-bool EnvTrue(const char* name) {
-  const char* v = std::getenv(name);
-  return v != nullptr && v[0] != '\0' && std::string(v) != "0";
-}
-
 }  // namespace
 
 void AddCublasLtSearchDir(const std::string& dir) {
@@ -34,7 +30,7 @@ std::vector<std::string> CublasLtCandidates() {
   std::vector<std::string> out;
   const char* env = std::getenv("AOTIRT_CUBLASLT");
   if (env != nullptr && env[0] != '\0') out.push_back(env);
-  if (EnvTrue("AOTIRT_CUBLASLT_NO_DEFAULT_SEARCH")) return out;
+  if (EnvFlag("AOTIRT_CUBLASLT_NO_DEFAULT_SEARCH", false)) return out;  // the one env-flag rule (common/env.h)
   out.push_back(kCublasLtSoname);  // bare name: the dynamic loader's search (LD_LIBRARY_PATH, ldconfig, RUNPATH)
   std::lock_guard<std::mutex> lock(g_dirs_mu);
   for (const auto& d : Dirs()) out.push_back(d + (d.empty() || d.back() == '/' ? "" : "/") + kCublasLtSoname);

@@ -68,6 +68,14 @@ TEST(CublasLtLoader, CandidatesFollowTheSearchOrder) {
   c = CublasLtCandidates();
   ASSERT_EQ(c.size(), 1u);
   EXPECT_EQ(c[0], "/opt/x/libcublasLt.so.13");
+  // The one env-flag rule (common/env.h, as torch's): "off", "0", "false", "no" mean off (this loader used to read
+  // "off" as on).
+  for (const char* off : {"off", "0", "false", "no"}) {
+    setenv("AOTIRT_CUBLASLT_NO_DEFAULT_SEARCH", off, 1);
+    EXPECT_EQ(CublasLtCandidates().size(), 3u) << off;
+  }
+  setenv("AOTIRT_CUBLASLT_NO_DEFAULT_SEARCH", "on", 1);
+  EXPECT_EQ(CublasLtCandidates().size(), 1u);
 }
 
 TEST(CublasLtLoader, ProcessWideLoadFailsFastAndRepeatsTheMessage) {
