@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "shims/gemm/executor.h"
 #include "shims/include/aotirt/shim.h"
 
 namespace {
@@ -109,6 +111,32 @@ TEST(GemmStatsExport, NamesEveryCounterInOrderAndCopiesAtMostCapacity) {
   EXPECT_EQ(aotirt_gemm_stats(two.data(), 2), n);
   EXPECT_EQ(two[2], -7);
   EXPECT_EQ(aotirt_gemm_stats(nullptr, 5), n);  // null values: only the count
+}
+
+}  // namespace
+
+// The runtime's own GEMM entries (not torch's ABI): settings the runtime and the Python module use.
+namespace {
+
+TEST(GemmRuntimeEntries, AddCublasLtSearchDirRefusesNullAndEmpty) {
+  EXPECT_NE(Err(aotirt_gemm_add_cublaslt_search_dir(nullptr)).find("aotirt_gemm_add_cublaslt_search_dir: dir is null"),
+            std::string::npos);
+  EXPECT_NE(Err(aotirt_gemm_add_cublaslt_search_dir("")).find("dir is null or empty"), std::string::npos);
+  EXPECT_EQ(aotirt_gemm_add_cublaslt_search_dir("/opt/wheel/nvidia/cu13/lib"), AOTI_TORCH_SUCCESS);
+}
+
+TEST(GemmRuntimeEntries, Tf32SettingsProcessWideAndPerThread) {
+  aotirt_gemm_set_allow_tf32(true);
+  EXPECT_TRUE(aotirt::gemm::AllowTf32());
+  aotirt_gemm_set_thread_allow_tf32(0);  // this thread: full fp32, whatever the process says
+  EXPECT_FALSE(aotirt::gemm::AllowTf32());
+  bool other_thread = false;
+  std::thread([&] { other_thread = aotirt::gemm::AllowTf32(); }).join();
+  EXPECT_TRUE(other_thread);  // the override is this thread's only
+  aotirt_gemm_set_thread_allow_tf32(-1);
+  EXPECT_TRUE(aotirt::gemm::AllowTf32());
+  aotirt_gemm_set_allow_tf32(false);
+  EXPECT_FALSE(aotirt::gemm::AllowTf32());
 }
 
 }  // namespace

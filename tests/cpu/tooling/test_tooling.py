@@ -467,3 +467,14 @@ def test_main_sh_reads_bazel_bin_from_bazel_info(tmp_path):
     assert f"(= {tmp_path / 'bin'}/backends/cuda)" in r.stdout, r.stdout
     assert calls.read_text().splitlines()[:2] == ["build //...", "info bazel-bin"], calls.read_text()
     assert not os.path.lexists(root / "bazel-checkout") and os.path.lexists(root / "bazel-bin")
+
+
+# ---------------------------------------------------------------------------------------- the manifest as the map
+
+def test_shim_index_is_current_and_every_shim_has_a_test():
+    """docs/SHIMS.md (tools/shim_index.py) maps every manifest line to its implementation and tests: it must match the
+    tree, and no shim may be without a test that calls it."""
+    r = subprocess.run([sys.executable, src("tools/shim_index.py"), "--check"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr + r.stdout
+    text = read("docs/SHIMS.md")
+    assert "**none**" not in text, [l for l in text.splitlines() if "**none**" in l]
