@@ -38,6 +38,9 @@ import time
 import zipfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+if HERE not in sys.path:
+    sys.path.insert(0, HERE)  # cliflags.py beside this file (also when loaded by path, as the CPU test does)
+from cliflags import Flags  # noqa: E402  (absl flags, as the aotirt CLI)
 KiB, MiB = 1 << 10, 1 << 20
 WARMUP = 3
 SEQ = 128
@@ -299,7 +302,7 @@ def _skip_list(text: str) -> tuple:
     items = [t.strip() for t in text.split(",") if t.strip()]
     bad = [t for t in items if t not in MEASURED]
     if bad:
-        raise argparse.ArgumentTypeError(f"unknown row(s) {bad}; rows that can be skipped: {','.join(MEASURED)}")
+        raise ValueError(f"unknown row(s) {bad}; rows that can be skipped: {','.join(MEASURED)}")
     return tuple(dict.fromkeys(items))
 
 
@@ -307,35 +310,30 @@ def _positive(text: str) -> int:
     try:
         v = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        raise ValueError(f"{text!r} is not an integer") from None
     if v < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {v}")
+        raise ValueError(f"must be >= 1, got {v}")
     return v
 
 
 def parse_args(argv: list | None = None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(prog="benchmarks/footprint.py", description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", default=os.path.join(HERE, "results", "footprint.json"),
-                    help="footprint.json path, or a directory for footprint.json/.md (default: %(default)s)")
-    ap.add_argument("--iters", type=_positive, default=20, help="timed runs per row after %d warm-up runs "
-                    "(default: %%(default)s)" % WARMUP)
-    ap.add_argument("--aotirt-run", default=os.environ.get("AOTIRT_RUN", ""),
-                    help="the aotirt_run binary (default: $AOTIRT_RUN)")
-    ap.add_argument("--package", default="", help="reuse this compiled package instead of compiling one")
-    ap.add_argument("--skip", type=_skip_list, default=(), help=f"comma-separated rows not to measure: "
-                    f"{','.join(MEASURED)}")
-    ap.add_argument("--model", choices=MODELS, default="gpt2",
-                    help="gpt2 (default; falls back to mlp, said so in the output, where its export or compile "
-                         "fails) or mlp (embedding + 4 LayerNorm/Linear/GELU/Linear blocks + head, similar size)")
-    # Internal: this file is also each measured child process.
-    ap.add_argument("--child", choices=("probe", "compile", "context", "cublaslt", "python", "eager"),
-                    help=argparse.SUPPRESS)
-    ap.add_argument("--inputs", default="", help=argparse.SUPPRESS)
-    ap.add_argument("--cudart", default="", help=argparse.SUPPRESS)
-    ap.add_argument("--cublaslt", default="", help=argparse.SUPPRESS)
-    ap.add_argument("--hold", action="store_true", help=argparse.SUPPRESS)
-    return ap.parse_args(argv)
+    """absl flags (benchmarks/cliflags.py), parsed anew each call: same names and defaults as before."""
+    f = Flags("benchmarks/footprint.py", __doc__.split("\n\n")[0])
+    f.string("out", os.path.join(HERE, "results", "footprint.json"),
+             "footprint.json path, or a directory for footprint.json/.md")
+    f.define("iters", 20, f"timed runs per row after {WARMUP} warm-up runs", _positive, "integer")
+    f.string("aotirt-run", os.environ.get("AOTIRT_RUN", ""), "the aotirt_run binary (default: $AOTIRT_RUN)")
+    f.string("package", "", "reuse this compiled package instead of compiling one")
+    f.define("skip", (), f"comma-separated rows not to measure: {','.join(MEASURED)}", _skip_list, "list")
+    f.enum("model", "gpt2", MODELS, "gpt2 (default; falls back to mlp, said so in the output, where its export or "
+           "compile fails) or mlp (embedding + 4 LayerNorm/Linear/GELU/Linear blocks + head, similar size)")
+    # Internal: this file is also each measured child process (not listed by --help).
+    f.enum("child", None, ("probe", "compile", "context", "cublaslt", "python", "eager"), "(internal) child role")
+    f.string("inputs", "", "(internal) the child's input tensor file")
+    f.string("cudart", "", "(internal) libcudart path for the ctypes children")
+    f.string("cublaslt", "", "(internal) libcublasLt path for the cublaslt child")
+    f.boolean("hold", False, "(internal) wait for a line on stdin after the memory line")
+    return f.parse(argv)
 
 
 # ============================================================================================ models (torch needed)

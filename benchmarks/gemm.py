@@ -19,7 +19,6 @@ rows (op, dtype, M, N, K, batch, shim_us, torch_us) and a summary (median_ratio,
 torch_host_us_per_call, ...); prints a markdown table and the summary. A full run takes about a minute on an H200.
 Targets: median ratio <= 1.00, worst <= 1.10, host <= 3 us per call.
 """
-import argparse
 import ctypes
 import json
 import os
@@ -29,6 +28,9 @@ import sys
 import time
 
 import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # cliflags.py beside this file
+from cliflags import Flags  # noqa: E402  (absl flags, as the aotirt CLI)
 
 M_VALUES = [1, 8, 64, 256, 1024, 4096]
 NK = [(768, 768), (3072, 768), (768, 3072), (4096, 4096), (14336, 4096)]  # (N, K): BERT-base and Llama-8B layers
@@ -232,13 +234,18 @@ def reps_for(fn, stream, target_ms=1.0):
     return max(2, min(50, int(target_ms / per_call_ms)))
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"),
-                    help="folder for gemm.json (a path ending in .json: that file)")
-    ap.add_argument("--lib", default=os.environ.get("AOTIRT_SHIM_LIB", ""))
-    ap.add_argument("--quick", action="store_true", help="fewer shapes (smoke run)")
-    args = ap.parse_args()
+def parse_args(argv: list | None = None):
+    """absl flags (benchmarks/cliflags.py): same names and defaults as the argparse ones they replace."""
+    f = Flags("benchmarks/gemm.py", __doc__.split("\n\n")[0])
+    f.string("out", os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"),
+             "folder for gemm.json (a path ending in .json: that file)")
+    f.string("lib", os.environ.get("AOTIRT_SHIM_LIB", ""), "libaoti_cuda_shims.so (default: $AOTIRT_SHIM_LIB)")
+    f.boolean("quick", False, "fewer shapes (smoke run)")
+    return f.parse(argv)
+
+
+def main(argv: list | None = None):
+    args = parse_args(argv)
     if not args.lib:
         sys.exit("set AOTIRT_SHIM_LIB (or --lib) to libaoti_cuda_shims.so")
     if not torch.cuda.is_available():

@@ -6,12 +6,16 @@ aotirt <= 1.02 x torch.compile. Writes results/runtime.json (or --out DIR/runtim
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
 import sys
 import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+if HERE not in sys.path:
+    sys.path.insert(0, HERE)  # cliflags.py beside this file
+from cliflags import Flags  # noqa: E402  (absl flags, as the aotirt CLI)
 
 
 def per_call_ms(fn, torch, iters=100, repeats=5):
@@ -37,11 +41,19 @@ def graph_ms(fn, torch, iters=100):
         return None, f"{type(e).__name__}: {str(e)[:200]}"
 
 
+def parse_args(argv: list | None = None):
+    """absl flags (benchmarks/cliflags.py): same names and defaults as the argparse ones they replace."""
+    f = Flags("benchmarks/runtime.py", __doc__.split("\n\n")[0])
+    f.string("out", os.path.join(HERE, "results"), "folder for runtime.json")
+    f.integer("blocks", 2, "SigLIP-like blocks of the demo model")
+    a = f.parse(argv)
+    if a.blocks < 1:
+        f.error("--blocks must be >= 1")
+    return a
+
+
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"))
-    ap.add_argument("--blocks", type=int, default=2)
-    a = ap.parse_args(argv)
+    a = parse_args(argv)
     import torch
 
     import aotirt

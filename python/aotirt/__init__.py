@@ -10,7 +10,7 @@ from aotirt import tensorfile
 from aotirt.errors import (CliError, Error, ExecuTorchError, InputError, LoweringError, PackageError, RunError,
                            RuntimeLoadError, SmallGpuError, SpecError, TensorFileError, UnsupportedPlatformError,
                            UnsupportedShimError)
-from aotirt.lowering import compile  # noqa: A004 (the public name is compile, like torch.compile)
+from aotirt.api import compile  # noqa: A004 (the public name is compile, like torch.compile)
 from aotirt.runtime import DLPackTensor, Runner, gemm_stats, load
 from aotirt.graphs import CapturedRunner, capture
 from aotirt.specs import CompileOptions, inductor_options

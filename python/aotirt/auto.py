@@ -22,20 +22,20 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import logging
 import math
 import os
 import shutil
 import statistics
 import sys
 import tempfile
-import zipfile
 from typing import Any, Callable, Mapping, Sequence
 
-from aotirt.errors import Error, LoweringError, PackageError, RunError, SpecError, UnsupportedPlatformError
+from aotirt import device as devices
+from aotirt import lowering, package, platforms
+from aotirt.errors import Error, LoweringError, RunError, SpecError, UnsupportedPlatformError
+from aotirt.progress import ensure_progress_visible, log
+from aotirt.specs import METADATA_KEY, CompileOptions
 from aotirt.timing import median_ms_per_call
-
-log = logging.getLogger("aotirt")
 
 AUTO = "AUTO"
 # Candidate order is also the tie-break order (equal medians: the earlier one wins).
@@ -50,7 +50,6 @@ META_KEYS = (META_CHOICE, META_TIMINGS, META_METHODS, META_ERRORS, META_DEVICE)
 
 METHOD_GRAPH = "cuda_graph"
 GEMM_FIELD = "max_autotune_gemm_backends"
-METADATA_KEY = "aot_inductor.metadata"  # same string as specs.METADATA_KEY (not imported: specs is being rewritten)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -105,10 +104,6 @@ def requested(options: Any = None, inductor_configs: Mapping[str, Any] | None = 
     return is_auto(getattr(options, GEMM_FIELD, None)) or is_auto((inductor_configs or {}).get(GEMM_FIELD))
 
 
-def _detect_target(torch) -> str:
-    return "rocm" if torch is not None and getattr(torch.version, "hip", None) else "cuda"
-
-
 def check_supported(platform: str | None = "linux", target: str | None = "cuda",
                     host_platform: str | None = None) -> None:
     """Refuses AUTO for ROCm, for Windows and off a Linux host (UnsupportedPlatformError, like ATEN there, saying what
@@ -120,32 +115,24 @@ def check_supported(platform: str | None = "linux", target: str | None = "cuda",
     platform = (platform or "linux").strip().lower()
     target = (target or "cuda").strip().lower()
     host = sys.platform if host_platform is None else host_platform
-    if target == "rocm":
-        raise UnsupportedPlatformError(
-            f"{GEMM_FIELD}='AUTO' is not available for ROCm: it compares packages that call the cuBLASLt GEMM shims "
-            f"(ATEN, ATEN,TRITON), which the ROCm build does not have; use {GEMM_FIELD}='TRITON'")
-    if target != "cuda":
+    if target not in ("cuda", "rocm"):
         raise SpecError(f"target={target!r} is not valid for {GEMM_FIELD}='AUTO'; valid: 'cuda'")
-    if platform == "windows":
-        raise UnsupportedPlatformError(
-            f"{GEMM_FIELD}='AUTO' is not available for platform='windows': it compares packages that call the cuBLASLt "
-            f"GEMM shims (ATEN, ATEN,TRITON), which the Windows build does not export; use {GEMM_FIELD}='TRITON'")
-    if platform != "linux":
+    if target == "cuda" and platform not in ("linux", "windows"):
         raise SpecError(f"platform={platform!r} is not valid for {GEMM_FIELD}='AUTO'; valid: 'linux'")
+    # ROCm is a Linux build: its refusal (no GEMM shims) comes before the platform's.
+    key = platforms.platform_key("linux" if target == "rocm" else platform, target)
+    missing = platforms.gemm_shims_missing(key)
+    if missing:
+        where = "ROCm" if target == "rocm" else f"platform={platform!r}"
+        raise UnsupportedPlatformError(
+            f"{GEMM_FIELD}='AUTO' is not available for {where}: it compares packages that call the cuBLASLt GEMM "
+            f"shims (ATEN, ATEN,TRITON), which the {platforms.PLATFORM_NAMES[key]} build does not export "
+            f"({', '.join(missing)}, per shims/shim_manifest.tsv); use {GEMM_FIELD}='TRITON'")
     if not host.startswith("linux"):
         raise UnsupportedPlatformError(
             f"{GEMM_FIELD}='AUTO' times the candidate packages on this machine's GPU with the Linux runtime, but this "
             f"host is {host!r}; run it on a Linux machine with an NVIDIA GPU, or choose TRITON, ATEN,TRITON or ATEN "
             f"yourself")
-
-
-def _device_index(torch, device: str) -> int:
-    if device == "cuda":
-        usable = torch is not None and getattr(torch.version, "cuda", None) and torch.cuda.is_available()
-        return int(torch.cuda.current_device()) if usable else 0
-    if isinstance(device, str) and device.startswith("cuda:") and device[5:].isdigit():
-        return int(device[5:])
-    raise SpecError(f"device={device!r} is not supported; valid: 'cuda' or 'cuda:N'")
 
 
 # ------------------------------------------------------------------------------------------------------ timing
@@ -263,72 +250,7 @@ def select(candidate_paths: Mapping[str, str | None], example_inputs: Sequence[A
                       rounds_ms={c: list(v) for c, v in samples.items()}, candidate_paths=dict(candidate_paths))
 
 
-# ---------------------------------------------------------------------------------------------------- metadata
-
-def metadata_entry(names: Sequence[str], model_name: str = "model") -> str:
-    """The zip entry of the metadata JSON the runtime reads: <wrapper>.so -> <wrapper>_metadata.json next to the one
-    wrapper .so under <archive>/data/aotinductor/<model_name>/ (the rule backends/cuda/runtime/package.cc uses)."""
-    marker = f"/data/aotinductor/{model_name}/"
-    wrappers = [n for n in names if marker in n and n.endswith(".so")]
-    if len(wrappers) != 1:
-        raise PackageError(f"expected one wrapper library under {marker!r}, found {len(wrappers)}"
-                           + (f" ({wrappers})" if wrappers else ""))
-    meta = wrappers[0][:-3] + "_metadata.json"
-    if meta not in names:
-        raise PackageError(f"the package has no metadata entry {meta!r} next to its wrapper library")
-    return meta
-
-
-def read_metadata(path: str, model_name: str = "model") -> dict:
-    """The package's metadata JSON as a dict (read with zipfile; no GPU, no native module)."""
-    try:
-        with zipfile.ZipFile(path) as z:
-            return json.loads(z.read(metadata_entry(z.namelist(), model_name)))
-    except (OSError, zipfile.BadZipFile, ValueError) as e:
-        raise PackageError(f"cannot read the metadata of {path!r}: {e}") from e
-
-
-def write_metadata(path: str, entries: Mapping[str, str], model_name: str = "model") -> None:
-    """Adds (or replaces) string `entries` in the package's metadata JSON, rewriting the .pt2 atomically: every
-    other entry is copied byte for byte with its name, order, timestamp and compression."""
-    for k, v in entries.items():
-        if not isinstance(k, str) or not isinstance(v, str):
-            raise SpecError(f"metadata entries must be str to str, got {k!r}: {v!r}")
-    path = os.fspath(path)
-    tmp = f"{path}.tmp{os.getpid()}"
-    try:
-        with zipfile.ZipFile(path) as zin:
-            meta_name = metadata_entry(zin.namelist(), model_name)
-            try:
-                meta = json.loads(zin.read(meta_name))
-            except ValueError as e:
-                raise PackageError(f"{path!r}: metadata {meta_name!r} is not JSON: {e}") from e
-            if not isinstance(meta, dict):
-                raise PackageError(f"{path!r}: metadata {meta_name!r} is not a JSON object")
-            meta.update(entries)
-            with zipfile.ZipFile(tmp, "w", allowZip64=True) as zout:
-                for info in zin.infolist():
-                    data = json.dumps(meta).encode() if info.filename == meta_name else zin.read(info)
-                    zout.writestr(info, data, compress_type=info.compress_type)
-        os.replace(tmp, path)
-    except (OSError, zipfile.BadZipFile) as e:
-        raise PackageError(f"cannot rewrite the metadata of {path!r}: {e}") from e
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-
-
 # ----------------------------------------------------------------------------------------------------- compile
-
-def _ensure_progress_visible() -> None:
-    """AUTO takes minutes (three autotuned compiles): INFO progress on stderr unless logging is configured (the same
-    rule as aotirt.compile, which then adds no second handler)."""
-    if not log.handlers and not logging.getLogger().handlers:
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("aotirt: %(message)s"))
-        log.addHandler(handler)
-        log.setLevel(logging.INFO)
-
 
 def _candidate_options(opts: Any, backends: str) -> Any:
     # auto_timing belongs to AUTO, not to the candidates (each is a plain lowering).
@@ -354,20 +276,11 @@ def compile_auto(model_or_exported_program: Any, example_inputs: Sequence[Any], 
     folder, removed afterwards). `result`, if a list, receives the AutoResult. Returns the chosen package's path
     (package_path, or a path in work_dir when package_path is None), with the choice and timings in its metadata.
     """
-    from aotirt.specs import CompileOptions  # specs imports no torch
-
     opts = CompileOptions() if options is None else options
     if platform is None:
         platform = getattr(opts, "platform", None) or "linux"
-    torch = None
     if target is None:
-        target = getattr(opts, "target", None)
-        if target is None:
-            try:
-                import torch  # noqa: F811
-            except ImportError:
-                torch = None
-            target = _detect_target(torch)
+        target = getattr(opts, "target", None) or platforms.detect_target()
     check_supported(platform, target)
     if not getattr(opts, "max_autotune", True):
         raise SpecError(f"{GEMM_FIELD}='AUTO' needs max_autotune=True: without autotuning Inductor calls ATen GEMMs "
@@ -389,22 +302,18 @@ def compile_auto(model_or_exported_program: Any, example_inputs: Sequence[Any], 
     clash = sorted(set((configs.get(METADATA_KEY) or {})) & set(META_KEYS))
     if clash:
         raise SpecError(f"metadata key(s) {clash} are written by AUTO; use other names")
-    if package_path is not None:
-        package_path = os.fspath(package_path)
-        if not package_path.endswith(".pt2"):
-            raise SpecError(f"package_path={package_path!r} must end with .pt2 (AOTInductor's package suffix)")
-    if torch is None:
-        try:
-            import torch  # noqa: F811
-        except ImportError:
-            torch = None
-    dev_index = _device_index(torch, device)
+    package_path = package.check_path(package_path)
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    dev_index = devices.device_index(device, torch)
     if compile_fn is None:
-        from aotirt.lowering import compile as compile_fn  # noqa: A001
+        compile_fn = lowering.compile
     if rounds < 1:
         raise SpecError(f"rounds must be >= 1, got {rounds!r}")
 
-    _ensure_progress_visible()
+    ensure_progress_visible()
     own_dir = work_dir is None
     wdir = tempfile.mkdtemp(prefix="aotirt_auto_") if own_dir else os.fspath(work_dir)
     os.makedirs(wdir, exist_ok=True)
@@ -437,7 +346,7 @@ def compile_auto(model_or_exported_program: Any, example_inputs: Sequence[Any], 
         tmp = f"{out}.copy{os.getpid()}"
         shutil.copyfile(paths[res.choice], tmp)
         try:
-            write_metadata(tmp, res.metadata())
+            package.write_metadata(tmp, res.metadata())
             os.replace(tmp, out)
         finally:
             if os.path.exists(tmp):

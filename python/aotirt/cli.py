@@ -34,7 +34,7 @@ import time
 
 from absl import app, flags
 
-from aotirt import runtime, specs, tensorfile
+from aotirt import package, runtime, specs, tensorfile
 from aotirt.errors import CliError, Error
 from aotirt.version import __version__
 
@@ -72,7 +72,7 @@ def _count(value, default: int) -> int:
 
 def _torch_with_gpu(command: str):
     """torch, when it has CUDA and sees a GPU; else a CliError saying what this command needs."""
-    torch = runtime._torch_or_none()
+    torch = runtime.torch_or_none()
     if torch is None:
         raise CliError(f"{command} needs torch with CUDA and a GPU; torch is not importable here")
     if not (getattr(torch.version, "cuda", None) or getattr(torch.version, "hip", None)):
@@ -117,12 +117,12 @@ def cmd_lower() -> int:
     missing = [f"--{n}" for n in ("model", "package") if not getattr(FLAGS, n)]
     if missing:
         raise _usage(f"lower needs {' and '.join(missing)}")
-    if not FLAGS.package.endswith(".pt2"):
-        raise _usage(f"--package={FLAGS.package!r} must end with .pt2")
+    if not package.has_suffix(FLAGS.package):
+        raise _usage(f"--package={FLAGS.package!r} must end with {package.SUFFIX}")
     opts = compile_options_from_flags()  # spec errors first: they need no GPU
     factory = load_factory(FLAGS.model)
     torch = _torch_with_gpu("lower")
-    import aotirt
+    from aotirt.api import compile as compile_package
     device = f"cuda:{FLAGS.device}"
     made = factory()
     model, example = (made if isinstance(made, tuple) and len(made) == 2 else (made, None))
@@ -140,7 +140,7 @@ def cmd_lower() -> int:
     float_dt = next((x.dtype for x in example if isinstance(x, torch.Tensor) and x.is_floating_point()), None)
     model = (model.to(device, float_dt) if float_dt is not None else model.to(device)).eval()
     print(f"lowering {FLAGS.model} -> {FLAGS.package} with {opts}", flush=True)
-    path = aotirt.compile(model, example, FLAGS.package, device=device, options=opts)
+    path = compile_package(model, example, FLAGS.package, device=device, options=opts)
     print(f"wrote {path}")
     return 0
 
@@ -209,7 +209,7 @@ def cmd_run() -> int:
     if not os.path.isfile(FLAGS.package):
         raise CliError(f"--package {FLAGS.package!r}: no such file (pass the .pt2 aotirt.compile wrote)")
     host_inputs = tensorfile.load_list(FLAGS.inputs, framework="numpy")  # validates the file before any GPU work
-    torch = runtime._torch_or_none()
+    torch = runtime.torch_or_none()
     if torch is None or not torch.cuda.is_available():
         raise CliError("run needs torch with CUDA and a visible GPU to place the inputs on the device; on a machine "
                        "without torch use the C++ runner aotirt_run (same tensor file format)")
@@ -259,7 +259,7 @@ def cmd_doctor() -> int:
     problems = []
     print(f"python: {platform.python_version()} ({sys.executable})")
     print(f"aotirt: {__version__} ({os.path.dirname(os.path.abspath(__file__))})")
-    torch = runtime._torch_or_none()
+    torch = runtime.torch_or_none()
     if torch is None:
         print("torch: not importable (aotirt.compile needs it; load() then returns DLPack outputs)")
     else:
@@ -276,7 +276,7 @@ def cmd_doctor() -> int:
     if gpus == 0:
         print("  (no GPU here: packages cannot run on this machine; everything else below still applies)")
     try:
-        native = runtime._native()
+        native = runtime.native()
         print(f"aotirt._C: {getattr(native, '__file__', '?')}")
         print(f"shims: {native.shims_version()}")
     except Error as e:

@@ -23,16 +23,14 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import logging
 import os
-import zipfile
 from typing import Any, List, Sequence
 
-from aotirt import platforms, specs
+from aotirt import lowering, package, platforms, specs
+from aotirt.device import parse_device
 from aotirt.errors import ExecuTorchError, LoweringError
+from aotirt.progress import ensure_progress_visible, log
 from aotirt.specs import CompileOptions
-
-log = logging.getLogger("aotirt")
 
 BACKEND_ID = "AotirtCudaBackend"
 PAYLOAD_FORMAT = "aotirt-delegate-v1"
@@ -87,10 +85,8 @@ def parse_compile_specs(compile_specs: Sequence[Any]) -> tuple:
     """-> (CompileOptions, device index). Unknown keys and bad values are refused (SpecError) with the valid ones;
     platform rules apply as soon as the platform is known (UnsupportedPlatformError)."""
     opts, extra = specs.options_from_compile_specs(compile_specs)
-    device = extra.get("target_device", "cuda:0")
-    if not (device == "cuda" or (device.startswith("cuda:") and device[5:].isdigit())):
-        raise specs.SpecError(f"target_device={device!r} is not valid; valid: 'cuda:N'")
-    return opts, (int(device[5:]) if ":" in device else 0)
+    index = parse_device(extra.get("target_device", "cuda:0"), "target_device")
+    return opts, (0 if index is None else index)
 
 
 # ---- the delegate payload -------------------------------------------------------------------------------------------
@@ -149,8 +145,7 @@ def build_preprocess_result(payload: Payload):
 
 def _lower_to_payload(edge_program: Any, opts: CompileOptions, device_index: int) -> Payload:
     """The GPU part: moves the edge program to the GPU and compiles it with AOTInductor under aotirt's rules."""
-    from aotirt import lowering
-    torch = lowering._import_torch()
+    torch = lowering.import_torch()
     target = opts.resolved_target()
     configs = specs.inductor_options(opts, target=target)
     key = opts.platform_key(target)
@@ -158,8 +153,8 @@ def _lower_to_payload(edge_program: Any, opts: CompileOptions, device_index: int
     from executorch.backends.aoti.passes.replace_view_copy_with_view import ReplaceViewCopyWithViewPass
     from torch.export.passes import move_to_device_pass
 
-    lowering._ensure_progress_visible()
-    with lowering._lowering_context(torch, opts, device_index):
+    ensure_progress_visible()
+    with lowering.lowering_context(torch, opts, device_index):
         ep = move_to_device_pass(edge_program, f"cuda:{device_index}")
         ReplaceViewCopyWithViewPass()(ep.graph_module)
         lowering.preflight(torch, ep, opts, key, target, device_index)
@@ -169,14 +164,9 @@ def _lower_to_payload(edge_program: Any, opts: CompileOptions, device_index: int
         inputs = tuple(n.meta["val"] for n in ep.graph.nodes if n.op == "placeholder" and n.name in user_inputs)
         log.info("compiling method %s for %s with AOTInductor (max_autotune=%s, gemm backends %s) ...",
                  opts.method_name, key, "ON" if opts.max_autotune else "OFF", opts.max_autotune_gemm_backends)
-        with lowering.collect_shim_calls(key) as called, lowering._Heartbeat("AOTInductor autotune/compile"):
-            try:
-                files = torch._inductor.aot_compile(ep.module(), inputs, options=configs)
-            except Exception as e:
-                refusal = lowering._shim_error_in(e)
-                if refusal is not None:
-                    raise refusal from None
-                raise lowering.compile_failure(e, f"AOTInductor compilation of method {opts.method_name}") from e
+        files, called = lowering.inductor_build(
+            key, f"AOTInductor compilation of method {opts.method_name}",
+            lambda: torch._inductor.aot_compile(ep.module(), inputs, options=configs))
     return payload_from_files(files, opts, key, called)
 
 
@@ -294,16 +284,9 @@ def read_payloads(pte_path: str, ptd_paths: Sequence[str] | None = None) -> List
 
 
 def write_package(payload: Payload, pt2_path: str, model_name: str = "model") -> str:
-    """Payload -> .pt2 laid out as AOTInductor writes it: <stem>/data/aotinductor/<model>/<stem>.wrapper.so etc."""
-    stem = os.path.splitext(os.path.basename(pt2_path))[0] or "package"
-    base = f"{stem}/data/aotinductor/{model_name}/{payload.method_name}"
-    with zipfile.ZipFile(pt2_path, "w", zipfile.ZIP_STORED) as z:
-        z.writestr(f"{stem}/archive_format", "pt2")
-        z.writestr(f"{base}.wrapper.so", payload.so)
-        if payload.weights is not None:
-            z.writestr(f"{base}.wrapper_weights.blob", payload.weights)
-        z.writestr(f"{base}.wrapper_metadata.json", json.dumps(payload.metadata, sort_keys=True))
-    return os.path.abspath(pt2_path)
+    """Payload -> .pt2 laid out as AOTInductor writes it (aotirt.package.write_package)."""
+    return package.write_package(pt2_path, payload.method_name, payload.so, payload.weights, payload.metadata,
+                                 model_name)
 
 
 def extract_package(pte_path: str, pt2_path: str, *, ptd_paths: Sequence[str] | None = None,
@@ -342,11 +325,11 @@ def load_pte(pte_path: str, *, ptd_paths: Sequence[str] | None = None, method_na
              device: int = 0, workdir: str | None = None) -> PteMethod:
     """Loads the aotirt delegate of a .pte (+ .ptd) on the aotirt runtime (no ExecuTorch runtime involved): the
     test door that checks a .pte end to end. The .pt2 is written into `workdir` (default: next to the .pte)."""
-    import aotirt
+    from aotirt.runtime import load
     payload = _one_payload(pte_path, ptd_paths, method_name)
     stem = os.path.splitext(os.path.basename(pte_path))[0]
     pt2 = os.path.join(workdir or os.path.dirname(os.path.abspath(pte_path)), f"{stem}.{payload.method_name}.pt2")
-    return PteMethod(payload, aotirt.load(write_package(payload, pt2), device=device))
+    return PteMethod(payload, load(write_package(payload, pt2), device=device))
 
 
 def _one_payload(pte_path: str, ptd_paths: Sequence[str] | None, method_name: str | None) -> Payload:

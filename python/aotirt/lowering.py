@@ -1,52 +1,30 @@
-"""Lowering: an nn.Module or ExportedProgram -> a .pt2 package the aotirt runtime loads (torch needed here only)."""
+"""Lowering one candidate: an nn.Module or ExportedProgram -> a .pt2 package the aotirt runtime loads (torch needed
+here only). max_autotune_gemm_backends='AUTO' is not a candidate: aotirt.compile (aotirt.api) hands it to aotirt.auto,
+which calls `compile` here once per candidate."""
 from __future__ import annotations
 
 import contextlib
-import logging
 import json
 import os
 import shutil
-import sys
 import tempfile
-import threading
 import time
-import zipfile
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
-from aotirt import platforms
+from aotirt import package, platforms
+from aotirt.device import parse_device
 from aotirt.errors import LoweringError, SpecError, UnsupportedShimError
+from aotirt.progress import Heartbeat, ensure_progress_visible, log
 from aotirt.specs import METADATA_KEY, CompileOptions, effective_options, inductor_options
 
-log = logging.getLogger("aotirt")
 
-
-def _ensure_progress_visible() -> None:
-    """Compiling takes minutes with max_autotune: show INFO progress on stderr unless logging is configured."""
-    if not log.handlers and not logging.getLogger().handlers:
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("aotirt: %(message)s"))
-        log.addHandler(handler)
-        log.setLevel(logging.INFO)
-
-
-def _import_torch():
+def import_torch():
     try:
         import torch  # noqa: F401
     except ImportError as e:
         raise LoweringError("aotirt.compile needs torch (with CUDA) to lower a model; install torch, or run on "
                             "the GPU machine where it is installed") from e
     return torch
-
-
-def _parse_device(device: str) -> int | None:
-    """'cuda' -> None (current device), 'cuda:N' -> N; anything else is a SpecError."""
-    if isinstance(device, str):
-        if device == "cuda":
-            return None
-        if device.startswith("cuda:") and device[5:].isdigit():
-            return int(device[5:])
-    raise SpecError(f"device={device!r} is not supported; valid: 'cuda' or 'cuda:N' (the aotirt runtime runs CUDA "
-                    f"packages only)")
 
 
 def check_cuda_available(torch, target: str = "cuda") -> None:
@@ -82,7 +60,7 @@ def _check_example_inputs(torch, example_inputs: Sequence[Any], device_index: in
 
 
 @contextlib.contextmanager
-def _lowering_context(torch, opts: CompileOptions, device_index: int | None):
+def lowering_context(torch, opts: CompileOptions, device_index: int | None):
     """No grad, SDPA through its math decomposition (no SDPA shim exists), the chosen fp32 matmul precision."""
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
@@ -120,28 +98,6 @@ def input_specs_json(torch, ep) -> str:
         specs.append({"dtype": _C10_CODES.get(str(val.dtype).replace("torch.", ""), -1),
                       "shape": [as_int(d) for d in val.shape], "strides": [as_int(d) for d in val.stride()]})
     return json.dumps(specs)
-
-
-class _Heartbeat:
-    """Logs 'still compiling' every `every` seconds while Inductor autotunes and builds (minutes, silently)."""
-
-    def __init__(self, what: str, every: float = 30.0):
-        self.what, self.every = what, every
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self.t0 = time.perf_counter()
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.every):
-            log.info("%s: still running (%.0f s) ...", self.what, time.perf_counter() - self.t0)
-
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._stop.set()
-        self._thread.join()
 
 
 @contextlib.contextmanager
@@ -209,7 +165,7 @@ def compile_failure(e: BaseException, what: str) -> LoweringError:
     return LoweringError(msg)
 
 
-def _shim_error_in(e: BaseException) -> UnsupportedShimError | None:
+def shim_error_in(e: BaseException) -> UnsupportedShimError | None:
     """Our refusal raised inside Inductor may come back wrapped; find it in the cause/context chain."""
     seen = set()
     while e is not None and id(e) not in seen:
@@ -220,17 +176,25 @@ def _shim_error_in(e: BaseException) -> UnsupportedShimError | None:
     return None
 
 
-def wrapper_source_of(package_path: str) -> str:
-    """The generated wrapper C++ source inside a .pt2 ('' when the package has none)."""
-    with zipfile.ZipFile(package_path) as z:
-        names = [n for n in z.namelist() if n.endswith(".wrapper.cpp") or n.endswith(".cpp")]
-        return "\n".join(z.read(n).decode("utf-8", "replace") for n in names)
+def inductor_build(key: str, what: str, build: Callable[[], Any]) -> tuple:
+    """Runs `build` (an AOTInductor compile) under the shim hooks (collect_shim_calls) and the progress heartbeat.
+    Our refusal raised inside Inductor comes out as itself, any other failure as compile_failure(e, what).
+    Returns (what build returned, the shims the generated code calls)."""
+    with collect_shim_calls(key) as called, Heartbeat("AOTInductor autotune/compile"):
+        try:
+            out = build()
+        except Exception as e:
+            refusal = shim_error_in(e)
+            if refusal is not None:
+                raise refusal from None
+            raise compile_failure(e, what) from e
+    return out, called
 
 
 def check_package_shims(package_path: str, key: str, manifest: platforms.Manifest | None = None,
                         also: set | None = None) -> set:
     """Scans a .pt2's wrapper source for aoti_torch_* calls; refuses any the platform lacks. Returns the calls."""
-    called = set(also or ()) | platforms.shims_called(wrapper_source_of(package_path))
+    called = set(also or ()) | platforms.shims_called(package.wrapper_source(package_path))
     platforms.check_shims(called, key, manifest, what=f"package {os.path.basename(package_path)}")
     return called
 
@@ -257,16 +221,9 @@ def compile(model_or_exported_program: Any, example_inputs: Sequence[Any], packa
     UnsupportedShimError, SmallGpuError) before the slow steps wherever the problem can be known then.
     """
     opts = effective_options(options, inductor_configs)
-    if opts.max_autotune_gemm_backends == "AUTO":
-        from aotirt import auto  # lowers TRITON, ATEN,TRITON and ATEN through this function, keeps the fastest
-        return auto.compile_auto(model_or_exported_program, example_inputs, package_path, device=device,
-                                 options=opts, inductor_configs=inductor_configs, dynamic_shapes=dynamic_shapes)
-    device_index = _parse_device(device)
-    if package_path is not None:
-        package_path = os.fspath(package_path)
-        if not package_path.endswith(".pt2"):
-            raise SpecError(f"package_path={package_path!r} must end with .pt2 (AOTInductor's package suffix)")
-    torch = _import_torch()
+    device_index = parse_device(device)
+    package_path = package.check_path(package_path)
+    torch = import_torch()
     target = opts.resolved_target()
     configs = inductor_options(options, inductor_configs, target=target)  # validate everything before slow steps
     key = opts.platform_key(target)
@@ -279,9 +236,9 @@ def compile(model_or_exported_program: Any, example_inputs: Sequence[Any], packa
         example_inputs = (example_inputs,)
     example_inputs = tuple(example_inputs)
     _check_example_inputs(torch, example_inputs, device_index)
-    _ensure_progress_visible()
+    ensure_progress_visible()
 
-    with _lowering_context(torch, opts, device_index):
+    with lowering_context(torch, opts, device_index):
         if isinstance(model_or_exported_program, torch.export.ExportedProgram):
             ep = model_or_exported_program
             log.info("using the given ExportedProgram")
@@ -312,15 +269,9 @@ def compile(model_or_exported_program: Any, example_inputs: Sequence[Any], packa
         t0 = time.perf_counter()
         keep_workdir = False
         try:
-            with collect_shim_calls(key) as called, _Heartbeat("AOTInductor autotune/compile"):
-                try:
-                    path = torch._inductor.aoti_compile_and_package(ep, package_path=staged,
-                                                                    inductor_configs=configs)
-                except Exception as e:
-                    refusal = _shim_error_in(e)
-                    if refusal is not None:
-                        raise refusal from None
-                    raise compile_failure(e, "AOTInductor compilation") from e
+            path, called = inductor_build(
+                key, "AOTInductor compilation",
+                lambda: torch._inductor.aoti_compile_and_package(ep, package_path=staged, inductor_configs=configs))
             check_package_shims(path, key, also=called)  # the wrapper source as packaged, in case a hook missed
             if final is None:
                 final, keep_workdir = os.path.abspath(path), True

@@ -14,9 +14,10 @@ import re
 import sys
 from typing import Iterable, Mapping
 
+from aotirt import manifest as shim_manifest
 from aotirt.errors import SmallGpuError, SpecError, UnsupportedPlatformError, UnsupportedShimError
 
-PLATFORM_KEYS = ("linux_cuda", "windows_cuda", "rocm")
+PLATFORM_KEYS = shim_manifest.PLATFORMS
 # Inductor's is_big_gpu (torch/_inductor/utils.py): below this many SMs it turns Triton GEMM/conv templates off.
 MIN_SMS_FOR_TRITON_TEMPLATES = 68
 MANIFEST_ENV = "AOTIRT_SHIM_MANIFEST"
@@ -54,25 +55,13 @@ class Manifest:
 
 
 def parse_manifest(text: str, path: str = "") -> Manifest:
-    """The same format tools/manifest/manifest.py reads: NAME<TAB>PLATFORMS[<TAB>note], '#' comments."""
-    platforms_of, notes = {}, {}
-    for lineno, raw in enumerate(text.splitlines(), 1):
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        parts = raw.split("\t")
-        if len(parts) < 2:
-            raise UnsupportedPlatformError(f"shim manifest {path or '<text>'} line {lineno}: expected "
-                                           f"NAME<TAB>PLATFORMS, got {raw!r}")
-        name = parts[0].strip()
-        plats = frozenset(p.strip() for p in parts[1].split(",") if p.strip())
-        unknown = sorted(plats - set(PLATFORM_KEYS))
-        if unknown or name in platforms_of:
-            why = f"unknown platform(s) {unknown}" if unknown else "listed twice"
-            raise UnsupportedPlatformError(f"shim manifest {path or '<text>'} line {lineno}: {name} {why}")
-        platforms_of[name] = plats
-        notes[name] = parts[2].strip() if len(parts) > 2 else ""
-    return Manifest(platforms_of, notes, path)
+    """The shim manifest through aotirt.manifest.parse, the parser the Bazel tool (tools/manifest/manifest.py) uses
+    too; a malformed line is an UnsupportedPlatformError naming it."""
+    try:
+        entries = shim_manifest.parse(text, path or "<text>")
+    except shim_manifest.ManifestError as e:
+        raise UnsupportedPlatformError(f"shim {e}") from None
+    return Manifest({e.name: e.platforms for e in entries}, {e.name: e.note for e in entries}, path)
 
 
 def manifest_path() -> str:
@@ -105,25 +94,43 @@ def supported_shims(key: str, manifest: Manifest | None = None) -> frozenset:
 
 
 # ---- spec rules (no model, no GPU needed) ---------------------------------------------------------------------------
-def check_options(opts, target: str | None = None) -> str:
-    """Refuses option combinations a platform cannot run; returns the platform key. Lists every problem at once."""
+# The C shims Inductor's ATen GEMM fallbacks call (ATEN among the GEMM backends, or max_autotune OFF): Inductor's
+# names, not a platform fact. Which platform has them is the manifest's answer (gemm_shims_missing).
+ATEN_GEMM_SHIMS = ("aoti_torch_cuda_mm_out", "aoti_torch_cuda_addmm_out", "aoti_torch_cuda_bmm_out",
+                   "aoti_torch_cuda_baddbmm_out", "aoti_torch_cuda__int_mm_out")
+# How the messages name each platform's build (words only; what each build has comes from the manifest).
+PLATFORM_NAMES = {"linux_cuda": "Linux CUDA", "windows_cuda": "Windows", "rocm": "ROCm"}
+
+
+def gemm_shims_missing(key: str, manifest: Manifest | None = None) -> list:
+    """The ATen GEMM shims (ATEN_GEMM_SHIMS) that `key`'s shim library does not export, sorted ([] on linux_cuda)."""
+    return sorted(set(ATEN_GEMM_SHIMS) - supported_shims(key, manifest))
+
+
+def check_options(opts, target: str | None = None, manifest: Manifest | None = None) -> str:
+    """Refuses option combinations a platform cannot run; returns the platform key. Lists every problem at once.
+    ATEN in the GEMM backends (AUTO compares ATEN candidates) and max_autotune OFF make Inductor call the ATen GEMM
+    shims, so both are refused where the manifest gives the platform none of them."""
     target = target or opts.resolved_target()
     key = platform_key(opts.platform, target)
     backends = opts.max_autotune_gemm_backends.split(",")
     if backends == ["AUTO"]:  # AUTO compares packages that call the ATen GEMM shims: refused wherever ATEN is
         backends = ["ATEN", "TRITON"]
-    where = {"windows_cuda": "the Windows build (its DLL carries no cuBLAS GEMM shims)",
-             "rocm": "ROCm (there is no cuBLAS, and the ROCm build has no GEMM shims)"}.get(key)
+    missing = gemm_shims_missing(key, manifest)
     problems = []
-    if where and "ATEN" in backends:
-        problems.append(f"max_autotune_gemm_backends={opts.max_autotune_gemm_backends!r} lets Inductor call "
-                        f"ATen/cuBLAS GEMM shims (aoti_torch_cuda_mm_out, ...), which {where} lacks: use "
-                        f"max_autotune_gemm_backends='TRITON'")
-    if where and not opts.max_autotune:
-        problems.append(f"max_autotune=OFF makes Inductor call cuBLAS GEMM shims for every matmul, which {where} "
-                        f"lacks: use max_autotune=ON with max_autotune_gemm_backends='TRITON'")
+    if missing:
+        where = f"the {PLATFORM_NAMES[key]} build lacks"
+        if "ATEN" in backends:
+            problems.append(f"max_autotune_gemm_backends={opts.max_autotune_gemm_backends!r} lets Inductor call "
+                            f"ATen/cuBLAS GEMM shims ({missing[0]}, ...), which {where}: use "
+                            f"max_autotune_gemm_backends='TRITON'")
+        if not opts.max_autotune:
+            problems.append(f"max_autotune=OFF makes Inductor call cuBLAS GEMM shims for every matmul, which {where}"
+                            f": use max_autotune=ON with max_autotune_gemm_backends='TRITON'")
     if problems:
-        raise UnsupportedPlatformError(f"cannot lower for {key}: " + "; ".join(problems))
+        raise UnsupportedPlatformError(f"cannot lower for {key}: " + "; ".join(problems) +
+                                       f" (it has no cuBLAS GEMM shims: {', '.join(missing)} are not in its set in "
+                                       f"shims/shim_manifest.tsv)")
     return key
 
 
@@ -210,7 +217,8 @@ def triton_templates_available(gpu: GpuProperties, target: str) -> bool:
     return gpu.sm_count >= MIN_SMS_FOR_TRITON_TEMPLATES
 
 
-def check_gpu(opts, gpu: GpuProperties, target: str, features: ModelFeatures | None = None) -> None:
+def check_gpu(opts, gpu: GpuProperties, target: str, features: ModelFeatures | None = None,
+              manifest: Manifest | None = None) -> None:
     """Refuses GEMM/conv models that would find no kernel choice on a small GPU (Triton templates off there)."""
     if triton_templates_available(gpu, target):
         return
@@ -226,9 +234,12 @@ def check_gpu(opts, gpu: GpuProperties, target: str, features: ModelFeatures | N
                             f"shim library): lower the model on a GPU with at least "
                             f"{MIN_SMS_FOR_TRITON_TEMPLATES} SMs")
     if opts.max_autotune and opts.max_autotune_gemm_backends == "TRITON":
-        if target == "rocm":
-            raise SmallGpuError(f"{why}; ROCm builds have no ATen/cuBLAS GEMM shims, so the GEMMs in this model "
-                                f"have no kernel choice there: lower on an MI200/MI300-class GPU")
+        key = platform_key(getattr(opts, "platform", "linux"), target)
+        if gemm_shims_missing(key, manifest):
+            bigger = ("an MI200/MI300-class GPU" if target == "rocm" else
+                      f"a GPU with at least {MIN_SMS_FOR_TRITON_TEMPLATES} SMs")
+            raise SmallGpuError(f"{why}; {PLATFORM_NAMES[key]} builds have no ATen/cuBLAS GEMM shims, so the GEMMs in this model "
+                                f"have no kernel choice there: lower on {bigger}")
         raise SmallGpuError(f"{why}, so with max_autotune_gemm_backends='TRITON' the GEMMs in this model have no "
                             f"kernel choice and Inductor would fail deep inside: use "
                             f"max_autotune_gemm_backends='ATEN,TRITON' (cuBLAS through the aotirt GEMM shims, "
@@ -281,7 +292,7 @@ def support_table(manifest: Manifest | None = None) -> str:
     m = manifest or load_manifest()
     rows = [("platform", "shims", "GEMM backends", "max_autotune OFF")]
     for key in PLATFORM_KEYS:
-        aten = key == "linux_cuda"
+        aten = not gemm_shims_missing(key, m)
         rows.append((key, str(len(m.names(key))), "TRITON, ATEN,TRITON, ATEN" if aten else "TRITON",
                      "yes" if aten else "no (refused)"))
     width = [max(len(r[i]) for r in rows) for i in range(4)]

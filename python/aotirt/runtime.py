@@ -97,7 +97,12 @@ def gemm_stats() -> dict | None:
     return None if fn is None else fn()
 
 
-def _torch_or_none():
+def native():
+    """The native module aotirt._C (RuntimeLoadError saying how to build it when it is not importable)."""
+    return _native()
+
+
+def torch_or_none():
     """torch if importable (imported on first use), else None. For the CLI's commands that need torch; loading and
     running never call it (see _imported_torch)."""
     try:

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 import aotirt
-from aotirt import auto, runtime
+from aotirt import auto, package, runtime
 from aotirt.errors import UnsupportedPlatformError
 
 # ----------------------------------------------------------------------------------------------------- helpers
@@ -92,7 +92,7 @@ def test_picks_the_fastest_and_records_choice_and_timings(tmp_path):
     path, res, compiler, _ = run_auto(tmp_path, {"TRITON": 0.5, "ATEN,TRITON": 0.4, "ATEN": 0.45})
     assert path == str(tmp_path / "out.pt2") and os.path.isfile(path)
     assert res.choice == "ATEN,TRITON" and chosen_backends(path) == "ATEN,TRITON"
-    md = auto.read_metadata(path)
+    md = package.read_metadata(path)
     assert md[auto.META_CHOICE] == "ATEN,TRITON"
     assert json.loads(md[auto.META_TIMINGS]) == {"TRITON": 0.5, "ATEN,TRITON": 0.4, "ATEN": 0.45}
     assert json.loads(md[auto.META_METHODS]) == {c: "cuda_graph" for c in auto.CANDIDATES}
@@ -129,7 +129,7 @@ def test_a_candidate_that_fails_to_lower_is_recorded_and_skipped(tmp_path):
     compiler = Compiler(fail={"ATEN,TRITON": aotirt.LoweringError("no valid choices")})
     path, res, _, timer = run_auto(tmp_path, {"TRITON": 0.5, "ATEN,TRITON": 0.1, "ATEN": 0.6}, compiler=compiler)
     assert res.choice == "TRITON" and "ATEN,TRITON" not in timer.order
-    md = auto.read_metadata(path)
+    md = package.read_metadata(path)
     assert json.loads(md[auto.META_TIMINGS]) == {"TRITON": 0.5, "ATEN,TRITON": None, "ATEN": 0.6}
     assert json.loads(md[auto.META_ERRORS]) == {"ATEN,TRITON": "LoweringError: no valid choices"}
     assert "ATEN,TRITON" not in json.loads(md[auto.META_METHODS])
@@ -139,7 +139,7 @@ def test_a_candidate_that_cannot_be_timed_is_recorded_and_skipped(tmp_path):
     timer = Timer({"TRITON": 0.2, "ATEN,TRITON": 0.3, "ATEN": 0.4}, fail={"TRITON"})
     path, res, _, _ = run_auto(tmp_path, None, timer=timer)
     assert res.choice == "ATEN,TRITON"
-    errors = json.loads(auto.read_metadata(path)[auto.META_ERRORS])
+    errors = json.loads(package.read_metadata(path)[auto.META_ERRORS])
     assert errors == {"TRITON": "RunError: cannot load TRITON"}
     assert timer.order.count("TRITON") == 1  # dropped after its failure, not retried every round
 
@@ -154,7 +154,7 @@ def test_capture_fallback_is_said_in_the_metadata(tmp_path):
     why = "events (CUDA graph capture failed: operation not permitted when stream is capturing)"
     timer = Timer({"TRITON": 0.5, "ATEN,TRITON": 0.4, "ATEN": 0.45}, methods={"ATEN": why})
     path, _, _, _ = run_auto(tmp_path, None, timer=timer)
-    methods = json.loads(auto.read_metadata(path)[auto.META_METHODS])
+    methods = json.loads(package.read_metadata(path)[auto.META_METHODS])
     assert methods == {"TRITON": "cuda_graph", "ATEN,TRITON": "cuda_graph", "ATEN": why}
 
 
@@ -331,8 +331,8 @@ def test_candidates_compiled_elsewhere_are_never_deleted_or_modified(tmp_path):
     compiler = Compiler(out_dir=str(cache))
     path, _, _, _ = run_auto(tmp_path, {"TRITON": 0.5, "ATEN,TRITON": 0.4, "ATEN": 0.45}, compiler=compiler)
     assert sorted(os.listdir(cache)) == ["ATEN.pt2", "ATEN_TRITON.pt2", "TRITON.pt2"]
-    assert auto.META_CHOICE not in auto.read_metadata(str(cache / "ATEN_TRITON.pt2"))
-    assert auto.read_metadata(path)[auto.META_CHOICE] == "ATEN,TRITON"
+    assert auto.META_CHOICE not in package.read_metadata(str(cache / "ATEN_TRITON.pt2"))
+    assert package.read_metadata(path)[auto.META_CHOICE] == "ATEN,TRITON"
 
 
 def test_given_work_dir_keeps_the_candidates(tmp_path):
@@ -348,7 +348,7 @@ def test_write_metadata_keeps_every_other_entry_byte_for_byte(tmp_path):
     with zipfile.ZipFile(p) as z:
         before = {i.filename: (z.read(i), i.compress_type, i.date_time) for i in z.infolist()}
         order = z.namelist()
-    auto.write_metadata(p, {"k": "new", "added": json.dumps({"a": 1})})
+    package.write_metadata(p, {"k": "new", "added": json.dumps({"a": 1})})
     with zipfile.ZipFile(p) as z:
         assert z.testzip() is None and z.namelist() == order
         for i in z.infolist():
@@ -356,31 +356,31 @@ def test_write_metadata_keeps_every_other_entry_byte_for_byte(tmp_path):
             assert (i.compress_type, i.date_time) == (ctype, dt)
             if i.filename != META:
                 assert z.read(i) == data
-    assert auto.read_metadata(p) == {"AOTI_DEVICE_KEY": "cuda", "k": "new", "added": '{"a": 1}'}
+    assert package.read_metadata(p) == {"AOTI_DEVICE_KEY": "cuda", "k": "new", "added": '{"a": 1}'}
     assert not [f for f in os.listdir(tmp_path) if ".tmp" in f]
 
 
 def test_write_metadata_errors(tmp_path):
     with pytest.raises(aotirt.SpecError, match="str to str"):
-        auto.write_metadata(write_package(tmp_path / "a.pt2", "T"), {"k": 1})
+        package.write_metadata(write_package(tmp_path / "a.pt2", "T"), {"k": 1})
     bad = tmp_path / "b.pt2"
     with zipfile.ZipFile(bad, "w") as z:
         z.writestr(WRAPPER, b"x")
     with pytest.raises(aotirt.PackageError, match="no metadata entry"):
-        auto.write_metadata(str(bad), {"k": "v"})
+        package.write_metadata(str(bad), {"k": "v"})
     two = tmp_path / "c.pt2"
     with zipfile.ZipFile(two, "w") as z:
         z.writestr(WRAPPER, b"x")
         z.writestr(WRAPPER.replace("abc123", "def456"), b"y")
     with pytest.raises(aotirt.PackageError, match="expected one wrapper library"):
-        auto.read_metadata(str(two))
+        package.read_metadata(str(two))
     notzip = tmp_path / "d.pt2"
     notzip.write_bytes(b"nope" * 100)
     with pytest.raises(aotirt.PackageError, match="d.pt2"):
-        auto.write_metadata(str(notzip), {"k": "v"})
+        package.write_metadata(str(notzip), {"k": "v"})
     listy = write_package(tmp_path / "e.pt2", "T", metadata=[1, 2])
     with pytest.raises(aotirt.PackageError, match="not a JSON object"):
-        auto.write_metadata(listy, {"k": "v"})
+        package.write_metadata(listy, {"k": "v"})
 
 
 def test_auto_result_metadata_strings():
@@ -395,7 +395,8 @@ def test_auto_result_metadata_strings():
 # ---------------------------------------------------------------------------------- the real native loader
 
 
-def _native_or_skip():
+def _native():
+    """The Bazel-built aotirt._C (a data dependency of this test): not importable is a failure, never a skip."""
     here = os.path.dirname(os.path.abspath(__file__))
     for d in [os.path.join(os.environ[v], "aotirt", "backends", "cuda", "python")
               for v in ("TEST_SRCDIR", "RUNFILES_DIR") if os.environ.get(v)] + \
@@ -403,18 +404,15 @@ def _native_or_skip():
         if os.path.exists(os.path.join(d, "_C.so")) and d not in sys.path:
             sys.path.insert(0, d)
             break
-    try:
-        return runtime._native()
-    except aotirt.Error as e:
-        pytest.skip(f"aotirt._C not importable: {e}")
+    return runtime.native()
 
 
 def test_the_native_loader_reads_the_rewritten_metadata(tmp_path):
     """The C++ loader (minizip + nlohmann) opens the rewritten zip and parses its metadata: with AOTI_DEVICE_KEY
     'cpu' it stops at the device check (before any GPU work), which it can only reach by reading that JSON."""
-    _native_or_skip()
+    _native()
     p = write_package(tmp_path / "p.pt2", "TRITON", {"AOTI_DEVICE_KEY": "cpu"})
-    auto.write_metadata(p, auto.AutoResult("TRITON", {"TRITON": 0.1}, {"TRITON": "cuda_graph"}, {}).metadata())
+    package.write_metadata(p, auto.AutoResult("TRITON", {"TRITON": 0.1}, {"TRITON": "cuda_graph"}, {}).metadata())
     with pytest.raises(aotirt.RuntimeLoadError, match="was compiled for device 'cpu'"):
         aotirt.load(p)
     # Control: a metadata entry that is not a JSON object is refused by the same loader.
@@ -423,12 +421,11 @@ def test_the_native_loader_reads_the_rewritten_metadata(tmp_path):
         aotirt.load(bad)
 
 
-# ------------------------------------------------------------- the spec value "AUTO" (once specs/lowering are wired)
+# ------------------------------------------------------------------------------------------ the spec value "AUTO"
 
 def _wired():
     from aotirt import specs
-    if "AUTO" not in getattr(specs, "VALID_GEMM_BACKEND_VALUES", ()):
-        pytest.skip("max_autotune_gemm_backends='AUTO' is not wired into aotirt.specs/lowering yet")
+    assert "AUTO" in specs.VALID_GEMM_BACKEND_VALUES  # a failure, never a skip, if the spec value went missing
     return specs
 
 
@@ -487,5 +484,5 @@ def test_auto_timing_chooses_how_the_default_timer_times(tmp_path, monkeypatch, 
     assert chosen_backends(path) == "ATEN,TRITON"
     # each candidate is a plain lowering: auto_timing is AUTO's, not theirs
     assert {c["options"].auto_timing for c in compiler.calls} == {"graphs"}
-    methods = json.loads(auto.read_metadata(path)[auto.META_METHODS])
+    methods = json.loads(package.read_metadata(path)[auto.META_METHODS])
     assert set(methods.values()) == ({auto.METHOD_GRAPH} if graphs else {"events (graphs off)"})

@@ -1,7 +1,8 @@
-"""The model benchmark (benchmarks/models.py -> aotirt.bench_models) on CPU: model definitions at full size (meta
-tensors) and tiny size (float32), causality, the unrolled flow-matching loop (Euler integration, export), argument
-parsing, and the run loop's bookkeeping (errors per row, time budget, merging, targets, report) with a scripted
-backend and with the real backend on CPU (eager rows, and the GPU-only variants recording their errors)."""
+"""The model benchmark (benchmarks/models.py -> benchmarks/model_bench, outside the aotirt package) on CPU: model
+definitions at full size (meta tensors) and tiny size (float32), causality, the unrolled flow-matching loop (Euler
+integration, export), argument parsing (absl flags), and the run loop's bookkeeping (errors per row, time budget,
+merging, targets, report) with a scripted backend and with the real backend on CPU (eager rows, and the GPU-only
+variants recording their errors)."""
 import argparse
 import json
 import os
@@ -10,7 +11,18 @@ import pytest
 import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from aotirt import bench_models as bm
+import model_bench.cli
+import model_bench.cuda
+import model_bench.models
+import model_bench.report
+import model_bench.run
+import model_bench.variants
+
+# One namespace for the suite's names, as the tests have always used them (bm.demo is aotirt.demo, which
+# model_bench.models imports).
+bm = argparse.Namespace(**{k: v for m in (model_bench.models, model_bench.variants, model_bench.report,
+                                          model_bench.run, model_bench.cuda, model_bench.cli)
+                           for k, v in vars(m).items() if not k.startswith("__")})
 
 
 def meta_model(name):
@@ -350,7 +362,7 @@ def test_a_skip_never_replaces_a_measured_row(tmp_path):
 
 
 def test_compile_only_fills_the_cache_within_the_budget_and_writes_no_rows(tmp_path):
-    from aotirt.bench.run import precompile
+    from model_bench.run import precompile
     clock = Clock()
     needs = {"aotirt_triton", "aotirt_aten_triton", "aotirt_aten", "torch_compile"}
     be = Scripted(clock, {}, needs=needs, compile_cost=100.0, fail_setup={("pi05", "aotirt_aten")})
@@ -437,7 +449,7 @@ def test_targets():
 
 
 def test_gemm_delta_counts_one_call():
-    from aotirt.bench.cuda import gemm_delta
+    from model_bench.cuda import gemm_delta
     before = {"calls": 10, "graph_replays": 4, "graph_captures": 2, "tuned": 1, "graph_evictions": 0, "other": 9}
     after = {"calls": 38, "graph_replays": 30, "graph_captures": 4, "tuned": 1, "graph_evictions": 1, "other": 99}
     assert gemm_delta(before, after) == {"calls": 28, "graph_replays": 26, "graph_captures": 2, "tuned": 0,

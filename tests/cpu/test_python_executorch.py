@@ -49,7 +49,7 @@ def test_partitioner_delegates_to_our_backend_with_a_target_device():
     ([ax.CompileSpec("triton_kernel_mode", b"OFF")], aotirt.SpecError, "unknown compile spec 'triton_kernel_mode'"),
     ([ax.CompileSpec("platform", b"windows")], aotirt.UnsupportedPlatformError, "windows_cuda: max_autotune_gemm"),
     ([ax.CompileSpec("target", b"rocm")], aotirt.UnsupportedPlatformError, "rocm"),
-    ([ax.CompileSpec("target_device", b"cpu")], aotirt.SpecError, "target_device='cpu' is not valid"),
+    ([ax.CompileSpec("target_device", b"cpu")], aotirt.SpecError, "target_device='cpu' is not supported"),
 ])
 def test_bad_specs_are_refused_when_the_partitioner_is_made(extra, error, match):
     with pytest.raises(error, match=match):

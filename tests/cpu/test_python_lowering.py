@@ -90,7 +90,7 @@ def test_export_failure_is_a_lowering_error(monkeypatch):
 def test_lowering_context_restores_precision_and_forces_math_sdpa():
     opts = aotirt.CompileOptions(float32_matmul_precision="high")
     before = torch.get_float32_matmul_precision()
-    with lowering._lowering_context(torch, opts, None):
+    with lowering.lowering_context(torch, opts, None):
         assert torch.get_float32_matmul_precision() == "high"
         assert not torch.is_grad_enabled()
         assert torch.backends.cuda.math_sdp_enabled()
@@ -214,7 +214,7 @@ def test_collector_lists_every_fallback_shim_from_real_inductor_codegen():
     with pytest.raises(Exception) as info:
         with lowering.collect_shim_calls("linux_cuda"):
             torch._inductor.aoti_compile_and_package(ep, inductor_configs={"aot_inductor.link_libtorch": False})
-    refusal = lowering._shim_error_in(info.value)
+    refusal = lowering.shim_error_in(info.value)
     assert refusal is not None, info.value
     assert refusal.shims == ["aoti_torch_cpu_addmm_out", "aoti_torch_cpu_bmm_out", "aoti_torch_cpu_mm_out"]
     assert "3 shim(s) that the linux_cuda shim library does not export" in str(refusal)

@@ -34,6 +34,47 @@ def test_gemm_shims_are_linux_cuda_only(man):
     assert "aoti_torch_empty_strided" in platforms.supported_shims("rocm", man)
 
 
+def test_the_wheel_and_the_bazel_tool_share_one_parser():
+    """platforms.parse_manifest and tools/manifest/manifest.py both parse with python/aotirt/manifest.py."""
+    from aotirt import manifest as shared
+    assert os.path.samefile(manifest_tool.parse.__code__.co_filename, shared.__file__)
+    assert manifest_tool.PLATFORMS == shared.PLATFORMS == platforms.PLATFORM_KEYS
+
+
+def _with_gemms_on(tmp_path, monkeypatch, keys):
+    """A copy of the real manifest whose GEMM shims are exported by `keys` instead, made the one aotirt reads."""
+    lines = []
+    for raw in open(platforms.manifest_path()).read().splitlines():
+        parts = raw.split("\t")
+        if len(parts) >= 2 and parts[0] in GEMM_SHIMS:
+            parts[1] = ",".join(keys)
+        lines.append("\t".join(parts))
+    p = tmp_path / "m.tsv"
+    p.write_text("\n".join(lines) + "\n")
+    monkeypatch.setenv(platforms.MANIFEST_ENV, str(p))
+    return platforms.load_manifest()
+
+
+def test_gemm_refusals_are_derived_from_the_manifest(tmp_path, monkeypatch):
+    """No platform is typed as 'without GEMMs': give Windows the GEMM shims in the manifest and ATEN, max_autotune
+    OFF and AUTO are accepted there; take them from Linux and they are refused there."""
+    from aotirt import auto
+    man = _with_gemms_on(tmp_path, monkeypatch, ["linux_cuda", "windows_cuda"])
+    assert platforms.gemm_shims_missing("windows_cuda") == []
+    opts = aotirt.CompileOptions(platform="windows", max_autotune=False, max_autotune_gemm_backends="ATEN")
+    assert platforms.check_options(opts, "cuda") == "windows_cuda"
+    auto.check_supported("windows", "cuda", host_platform="linux")
+    assert "windows_cuda  " in platforms.support_table(man) and "TRITON, ATEN,TRITON, ATEN" in \
+        platforms.support_table(man).splitlines()[2]
+    _with_gemms_on(tmp_path, monkeypatch, ["rocm"])
+    assert platforms.gemm_shims_missing("linux_cuda") == sorted(GEMM_SHIMS)
+    with pytest.raises(aotirt.UnsupportedPlatformError, match="cannot lower for linux_cuda: .*Linux CUDA build"):
+        aotirt.CompileOptions(target="cuda", max_autotune_gemm_backends="ATEN")
+    with pytest.raises(aotirt.UnsupportedPlatformError, match="not available for platform='linux'"):
+        auto.check_supported("linux", "cuda", host_platform="linux")
+    auto.check_supported("linux", "rocm", host_platform="linux")  # the manifest now gives ROCm the GEMMs
+
+
 def test_manifest_path_override_and_parse_errors(tmp_path, monkeypatch):
     p = tmp_path / "m.tsv"
     p.write_text("# c\naoti_torch_a\tlinux_cuda,rocm\naoti_torch_b\twindows_cuda\tnote\n")

@@ -140,6 +140,62 @@ def test_interop_with_the_safetensors_package(tmp_path):
     assert back["z"].shape == (2, 0) and back["u"].dtype == np.uint16 and list(back["u"]) == list(range(7))
 
 
+# dtypes safetensors.numpy reads and writes without ml_dtypes (it has no bfloat16 / float8 of its own).
+ST_NUMPY_DTYPES = ["bool", "uint8", "int8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float16",
+                   "float32", "float64"]
+
+
+@pytest.mark.parametrize("dtype", ST_NUMPY_DTYPES)
+def test_safetensors_numpy_files_load_here_and_ours_load_there(tmp_path, dtype):
+    """Both directions, every dtype safetensors.numpy has, with shapes 0-d, empty and 3-d, and metadata."""
+    st_numpy = pytest.importorskip("safetensors.numpy")
+    from safetensors import safe_open
+    tensors = {f"t{i}": np.asarray(_np_values(dtype, shape, seed=i), dtype=dtype)
+               for i, shape in enumerate([(), (0,), (3, 4), (2, 1, 3)])}
+    theirs = str(tmp_path / "theirs.safetensors")
+    st_numpy.save_file(tensors, theirs, metadata={"by": "safetensors"})
+    back = tensorfile.load(theirs)
+    assert set(back) == set(tensors)
+    for k, v in tensors.items():
+        assert back[k].dtype == v.dtype and back[k].shape == v.shape, k
+        np.testing.assert_array_equal(back[k], v)
+    assert tensorfile.header(theirs)["__metadata__"] == {"by": "safetensors"}
+    ours = str(tmp_path / "ours.safetensors")
+    tensorfile.save(ours, tensors, metadata={"by": "aotirt"})
+    there = st_numpy.load_file(ours)
+    assert set(there) == set(tensors)
+    for k, v in tensors.items():
+        assert there[k].dtype == v.dtype and there[k].shape == v.shape, k
+        np.testing.assert_array_equal(there[k], v)
+    with safe_open(ours, framework="np") as f:
+        assert f.metadata() == {"by": "aotirt"}
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float8_e4m3fn, torch.float8_e5m2])
+def test_bf16_and_f8_files_interoperate_with_safetensors(tmp_path, dtype):
+    """BF16/F8 both ways: safetensors.torch <-> aotirt.tensorfile (torch and numpy raw bits), and
+    safetensors.numpy where ml_dtypes gives numpy a bfloat16 (without it, safetensors.numpy cannot load BF16 at all,
+    one reason tensorfile keeps its own reader: docs/TENSOR_FILE.md)."""
+    st_torch = pytest.importorskip("safetensors.torch")
+    x = torch.tensor([[1.0, -2.5, 0.25], [3.0, -0.125, 448.0 if dtype != torch.float8_e5m2 else 57344.0]]).to(dtype)
+    theirs = str(tmp_path / "theirs.safetensors")
+    st_torch.save_file({"x": x}, theirs)
+    assert torch.equal(_bits(tensorfile.load(theirs, framework="torch")["x"]), _bits(x))
+    raw = tensorfile.load(theirs)["x"]
+    np.testing.assert_array_equal(raw.view(np.uint8), _bits(x).numpy().view(np.uint8))
+    assert tensorfile.header(theirs)["x"] == {"dtype": ST_NAME[dtype], "shape": [2, 3]}
+    ours = str(tmp_path / "ours.safetensors")
+    tensorfile.save(ours, {"x": x})
+    assert torch.equal(_bits(st_torch.load_file(ours)["x"]), _bits(x))
+    if dtype == torch.bfloat16:
+        bits = str(tmp_path / "bits.safetensors")  # uint16 bits written as BF16 read back by safetensors as bf16
+        tensorfile.save(bits, {"x": _bits(x).numpy().view(np.uint16)}, dtypes={"x": "BF16"})
+        assert torch.equal(_bits(st_torch.load_file(bits)["x"]), _bits(x))
+    if dtype == torch.bfloat16 and tensorfile._ml_dtypes() is not None:
+        st_numpy = pytest.importorskip("safetensors.numpy")
+        np.testing.assert_array_equal(st_numpy.load_file(ours)["x"].astype(np.float32), x.float().numpy())
+
+
 def test_list_names_are_numeric_and_ordered_numerically(tmp_path):
     path = str(tmp_path / "l.safetensors")
     tensors = [np.full((1,), i, dtype=np.int32) for i in range(12)]

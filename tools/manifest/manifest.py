@@ -8,51 +8,39 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import subprocess
 import sys
-from dataclasses import dataclass
 
-PLATFORMS = ("linux_cuda", "windows_cuda", "rocm")
+
+def _shared_parser():
+    """python/aotirt/manifest.py, the one manifest parser (the wheel's aotirt.manifest), loaded by path: beside this
+    file in Bazel runfiles (the py_binary's data), else in the source tree this file links to."""
+    here = os.path.abspath(__file__)
+    for base in (os.path.dirname(here), os.path.dirname(os.path.realpath(here))):
+        path = os.path.normpath(os.path.join(base, "..", "..", "python", "aotirt", "manifest.py"))
+        if os.path.isfile(path):
+            spec = importlib.util.spec_from_file_location("aotirt_shim_manifest_parser", path)
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[spec.name] = module  # dataclasses resolve the module by name
+            spec.loader.exec_module(module)
+            return module
+    raise ImportError(f"python/aotirt/manifest.py (the manifest parser) not found next to {here}")
+
+
+_parser = _shared_parser()
+PLATFORMS = _parser.PLATFORMS
+Entry = _parser.Entry
+ManifestError = _parser.ManifestError
+parse = _parser.parse
+names_for = _parser.names_for
 DEFAULT_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shims", "shim_manifest.tsv")
-
-
-@dataclass(frozen=True)
-class Entry:
-    name: str
-    platforms: frozenset
-    note: str = ""
-
-
-def parse(text: str) -> list[Entry]:
-    entries, seen = [], set()
-    for lineno, raw in enumerate(text.splitlines(), 1):
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        parts = raw.split("\t")
-        if len(parts) < 2:
-            raise ValueError(f"manifest line {lineno}: expected NAME<TAB>PLATFORMS, got {raw!r}")
-        name, plats = parts[0].strip(), frozenset(p.strip() for p in parts[1].split(",") if p.strip())
-        unknown = plats - set(PLATFORMS)
-        if unknown:
-            raise ValueError(f"manifest line {lineno}: unknown platform(s) {sorted(unknown)} for {name}")
-        if name in seen:
-            raise ValueError(f"manifest line {lineno}: {name} listed twice")
-        seen.add(name)
-        entries.append(Entry(name, plats, parts[2].strip() if len(parts) > 2 else ""))
-    return entries
 
 
 def load(path: str = DEFAULT_PATH) -> list[Entry]:
     with open(path) as f:
         return parse(f.read())
-
-
-def names_for(entries: list[Entry], platform: str) -> list[str]:
-    if platform not in PLATFORMS:
-        raise ValueError(f"unknown platform {platform!r}; valid: {', '.join(PLATFORMS)}")
-    return sorted(e.name for e in entries if platform in e.platforms)
 
 
 def version_script(entries: list[Entry], platform: str) -> str:

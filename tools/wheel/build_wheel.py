@@ -40,6 +40,16 @@ os.execv(exe, [exe] + sys.argv[1:])
 """
 
 
+# Benchmark code lives in benchmarks/ (benchmarks/model_bench for the model benchmark), never in the wheel; the old
+# in-package homes are refused so that a stray copy cannot ship (tests/cpu/platforms/test_wheel.py checks the wheel).
+BENCHMARK_PATHS = re.compile(r"^(bench|model_bench)/|^bench_models\.py$|^bench\.py$")
+
+
+def is_benchmark_code(rel: str) -> bool:
+    """rel: a path inside the aotirt package (bench/run.py, bench_models.py, ...)."""
+    return bool(BENCHMARK_PATHS.search(rel))
+
+
 def read_version(py_files: list[str]) -> str:
     for f in py_files:
         if os.path.basename(f) == "version.py":
@@ -104,6 +114,8 @@ def main(argv: list[str]) -> int:
         pkg = os.path.join(stage, NAME)
         for f in a.py:
             rel = f.split("/aotirt/", 1)[1] if "/aotirt/" in f else os.path.basename(f)
+            if is_benchmark_code(rel):
+                raise SystemExit(f"build_wheel: {f} is benchmark code; it lives in benchmarks/, not in the wheel")
             dst = os.path.join(pkg, rel)
             os.makedirs(os.path.dirname(dst), exist_ok=True)
             shutil.copyfile(f, dst)

@@ -24,6 +24,15 @@ GEMM_RE = re.compile(r"^aoti_torch_cuda__?\w*mm_out$")
 GEMM_SETTINGS_RE = re.compile(r"^aotirt_gemm_\w+$")
 
 
+def test_the_parser_is_the_packages_own():
+    """One manifest parser: this tool parses with python/aotirt/manifest.py, the file the wheel ships as
+    aotirt.manifest (loaded by path, so the build needs neither the package nor its dependencies)."""
+    parser = os.path.realpath(manifest.parse.__code__.co_filename)
+    assert parser == os.path.realpath(os.path.join(ROOT, "python", "aotirt", "manifest.py"))
+    assert manifest.Entry.__module__ == manifest.ManifestError.__module__ == "aotirt_shim_manifest_parser"
+    assert issubclass(manifest.ManifestError, ValueError)
+
+
 @pytest.fixture(scope="module")
 def entries() -> list:
     return manifest.load()

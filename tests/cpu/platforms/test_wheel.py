@@ -62,6 +62,23 @@ def test_contents_complete(wheel):
     assert not [n for n in names if "libcudart" in n], "libcudart must come from nvidia-cuda-runtime, not be vendored"
 
 
+def test_no_benchmark_code(wheel):
+    """The benchmark models and run loop live in benchmarks/ (model_bench, cliflags), not in the wheel."""
+    with zipfile.ZipFile(wheel) as z:
+        names = z.namelist()
+        py = {n: z.read(n).decode("utf-8", "replace") for n in names if n.endswith(".py")}
+    bench = [n for n in names if re.search(r"(^|/)(bench|model_bench|benchmarks)(/|$)|bench_models|cliflags", n)]
+    assert not bench, f"benchmark code in the wheel: {bench}"
+    # Nothing shipped imports them either (a module that did would fail for every wheel user).
+    importers = [n for n, text in py.items()
+                 if re.search(r"^\s*(from|import)\s+(aotirt\.bench\b|aotirt\.bench_models|model_bench|cliflags)",
+                              text, re.M)]
+    assert not importers, f"wheel modules import benchmark code: {importers}"
+    # The model definitions themselves (the Gemma-like and pi0.5-like classes) are not packed under another name.
+    defs = [n for n, text in py.items() if re.search(r"^class (GemmaLike|Pi05Like|CudaBench)\b", text, re.M)]
+    assert not defs, f"benchmark model definitions in the wheel: {defs}"
+
+
 def test_size_is_reasonable(wheel):
     assert os.path.getsize(wheel) < 20 * 2**20, f"{os.path.getsize(wheel)} bytes: something big was packed"
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from aotirt.bench.models import MODELS
-from aotirt.bench.variants import FIXED, TORCH_COMPILE, VARIANTS
+from model_bench.models import MODELS
+from model_bench.variants import FIXED, TORCH_COMPILE, VARIANTS
 
 def _row(rows: list, model: str, variant: str, graphs: bool) -> dict:
     for r in rows:

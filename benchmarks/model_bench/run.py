@@ -13,9 +13,9 @@ import time
 import traceback
 from typing import Any, Callable
 
-from aotirt.bench.models import MODELS
-from aotirt.bench.report import markdown, targets
-from aotirt.bench.variants import VARIANTS, gemm_backends
+from model_bench.models import MODELS
+from model_bench.report import markdown, targets
+from model_bench.variants import VARIANTS, gemm_backends
 
 def out_paths(out: str) -> dict:
     base = out[:-5] if out.endswith(".json") else os.path.join(out, "models")

@@ -17,10 +17,10 @@ from aotirt.timing import events_ms
 import torch
 from torch import nn
 
-from aotirt.bench import models as bench_models_defs
-from aotirt.bench import variants as bench_variants
-from aotirt.bench.models import build, config, example_inputs
-from aotirt.bench.variants import AUTO_VARIANTS, FIXED, TORCH_COMPILE
+from model_bench import models as bench_models_defs
+from model_bench import variants as bench_variants
+from model_bench.models import build, config, example_inputs
+from model_bench.variants import AUTO_VARIANTS, FIXED, TORCH_COMPILE
 
 def _flat_tensors(out: Any) -> list:
     leaves, _ = torch.utils._pytree.tree_flatten(out)

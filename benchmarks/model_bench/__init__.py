@@ -23,5 +23,5 @@ budget, incremental JSON, merging with an earlier run, targets, tables - is test
 
 Modules: models (definitions, configs, inputs), variants (names and their GEMM backends), cuda (the real backend:
 compile cache, CUDA graphs, timing), run (the run loop and its JSON), report (targets, Markdown, plot), cli (flags,
-main). aotirt.bench_models re-exports them for older callers.
+main). It lives beside the scripts, not in the aotirt package: the wheel ships no benchmark code.
 """

@@ -1,5 +1,5 @@
 """The benchmark's models: SigLIP-like (aotirt.demo), Gemma-like and pi0.5-like definitions, full and tiny configs,
-deterministic weights and example inputs (see aotirt.bench for the shapes)."""
+deterministic weights and example inputs (see model_bench for the shapes)."""
 from __future__ import annotations
 
 import json
