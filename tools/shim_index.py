@@ -21,7 +21,8 @@ TEST_ROOTS = ("shims", "backends", "tests")
 
 
 def _manifest_parser():
-    spec = importlib.util.spec_from_file_location("_manifest", os.path.join(ROOT, "tools", "manifest", "manifest.py"))
+    # The one manifest parser (dependency-free), as tools/manifest/manifest.py loads it.
+    spec = importlib.util.spec_from_file_location("_manifest", os.path.join(ROOT, "python", "aotirt", "manifest.py"))
     mod = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = mod  # dataclasses look their module up while the class is made
     spec.loader.exec_module(mod)
