@@ -68,50 +68,6 @@ class Flags:
         print(f"usage: {self.prog} [flags] (--help lists them)\n{self.prog}: error: {message}", file=sys.stderr)
         raise SystemExit(2)
 
-    def parse(self, argument):
-        return self._func(argument) if isinstance(argument, str) else argument
-
-    def flag_type(self) -> str:
-        return self._type_name
-
-
-class _Serializer(flags.ArgumentSerializer):
-    def serialize(self, value) -> str:
-        return ",".join(map(str, value)) if isinstance(value, (tuple, list)) else str(value)
-
-
-class Flags:
-    def __init__(self, prog: str, description: str = ""):
-        self.prog, self.description = prog, description
-        self.fv = flags.FlagValues()
-
-    # ------------------------------------------------------------------------------------------ definitions
-    def string(self, name: str, default: str | None, help: str) -> None:  # noqa: A002 (absl's word)
-        flags.DEFINE_string(name, default, help, flag_values=self.fv)
-
-    def integer(self, name: str, default: int | None, help: str) -> None:  # noqa: A002
-        flags.DEFINE_integer(name, default, help, flag_values=self.fv)
-
-    def float(self, name: str, default: float | None, help: str) -> None:  # noqa: A002
-        flags.DEFINE_float(name, default, help, flag_values=self.fv)
-
-    def boolean(self, name: str, default: bool, help: str) -> None:  # noqa: A002
-        flags.DEFINE_boolean(name, default, help, flag_values=self.fv)
-
-    def enum(self, name: str, default: str | None, values: tuple, help: str) -> None:  # noqa: A002
-        # argparse's message for a bad choice was "invalid choice"; keep the words for users and tests.
-        self.define(name, default, help, _choice(name, tuple(values)), "|".join(values))
-
-    def define(self, name: str, default: Any, help: str, parse: Callable[[str], Any],  # noqa: A002
-               type_name: str = "string") -> None:
-        flags.DEFINE(_FuncParser(parse, type_name), name, default, help, flag_values=self.fv,
-                     serializer=_Serializer())
-
-    # ---------------------------------------------------------------------------------------------- parsing
-    def error(self, message: str):
-        print(f"usage: {self.prog} [flags] (--help lists them)\n{self.prog}: error: {message}", file=sys.stderr)
-        raise SystemExit(2)
-
     def help(self) -> str:
         return (f"usage: {self.prog} [flags]\n\n{self.description}\n\nflags:\n"
                 + self.fv.module_help(self.fv.find_module_defining_flag(next(iter(self.fv)))) if len(self.fv)
