@@ -25,8 +25,8 @@ class CapturedRunner:
         from aotirt import runtime
         self._output = runner.output if output is None else runtime._check_output(output)
         if self._output == "torch":
-            runtime._import_torch_for_output()
-        torch = runtime._imported_torch()  # never imported here (but for output="torch", asked above)
+            runtime.import_torch_for_output()
+        torch = runtime.imported_torch()  # never imported here (but for output="torch", asked above)
         if torch is None and stream is None:
             raise InputError("capturing without stream= needs torch already imported (it makes the capture stream); "
                              "pass stream=<cudaStream_t as int> (e.g. cupy.cuda.Stream(non_blocking=True).ptr)")

@@ -104,7 +104,7 @@ def native():
 
 def torch_or_none():
     """torch if importable (imported on first use), else None. For the CLI's commands that need torch; loading and
-    running never call it (see _imported_torch)."""
+    running never call it (see imported_torch)."""
     try:
         import torch
     except ImportError:
@@ -112,7 +112,7 @@ def torch_or_none():
     return torch
 
 
-def _imported_torch():
+def imported_torch():
     """torch when the process has already imported it, else None: never imports it. Tests monkeypatch this."""
     torch = sys.modules.get("torch")
     if torch is None or not hasattr(torch, "Tensor") or not hasattr(torch, "from_dlpack"):
@@ -120,9 +120,9 @@ def _imported_torch():
     return torch
 
 
-def _import_torch_for_output():
+def import_torch_for_output():
     """torch for output="torch" (the caller asked for torch tensors): imported here when it is not yet."""
-    torch = _imported_torch()
+    torch = imported_torch()
     if torch is not None:
         return torch
     try:
@@ -150,8 +150,8 @@ def _output_torch(choice: str, inputs: Sequence[Any]):
     if choice == "dlpack":
         return None
     if choice == "torch":
-        return _import_torch_for_output()
-    torch = _imported_torch()
+        return import_torch_for_output()
+    torch = imported_torch()
     if torch is None:
         return None
     return torch if all(isinstance(x, torch.Tensor) for x in inputs) else None
@@ -297,7 +297,7 @@ class Runner:
         self.package_path = getattr(model, "package_path", "")
         self._treespec = _UNSET  # loaded with torch's pytree the first time outputs are torch tensors
         if self._output == "torch":
-            _import_torch_for_output()  # asked for torch: fail at load, not at the first call
+            import_torch_for_output()  # asked for torch: fail at load, not at the first call
 
     @property
     def output(self) -> str:
@@ -307,13 +307,13 @@ class Runner:
     @property
     def _torch(self):
         """torch when the process has imported it, else None (never imports it)."""
-        return _imported_torch()
+        return imported_torch()
 
     @property
     def _out_treespec(self):
         """The out_spec as a torch pytree spec, or None (no torch imported, empty, unreadable, count mismatch)."""
         if self._treespec is _UNSET:
-            torch = _imported_torch()
+            torch = imported_torch()
             if torch is None:
                 return None  # not cached: torch may be imported later
             self._treespec = _load_out_spec(torch, self.out_spec, len(self.output_names))
@@ -410,7 +410,7 @@ def load(path: str, device: int = 0, num_instances: int = 1, *, model_name: str 
     if not isinstance(num_instances, int) or num_instances < 1:
         raise InputError(f"num_instances must be an int >= 1, got {num_instances!r}")
     if output == "torch":
-        _import_torch_for_output()  # before the (slower) load
+        import_torch_for_output()  # before the (slower) load
     native = _native()
     try:
         model = native.Model(os.path.abspath(path), device, num_instances, model_name)

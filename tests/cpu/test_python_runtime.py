@@ -182,7 +182,7 @@ def test_outputs_share_memory_with_the_runtime_buffers():
 
 
 def test_without_torch_imported_outputs_are_dlpack_objects(monkeypatch):
-    monkeypatch.setattr(runtime, "_imported_torch", lambda: None)  # as in a process that never imported torch
+    monkeypatch.setattr(runtime, "imported_torch", lambda: None)  # as in a process that never imported torch
     model = FakeModel(out_spec=_spec((0, 0)))
     out = aotirt.Runner(model)(*torch_inputs())
     assert isinstance(out, list) and all(isinstance(o, aotirt.DLPackTensor) for o in out)  # no torch: no spec
@@ -212,7 +212,7 @@ def _kind(out):
 ])
 def test_auto_output_follows_the_caller(monkeypatch, torch_imported, inputs, want):
     if not torch_imported:
-        monkeypatch.setattr(runtime, "_imported_torch", lambda: None)
+        monkeypatch.setattr(runtime, "imported_torch", lambda: None)
     xs = {"torch": torch_inputs(), "other": (FakeInput("a"), FakeInput("b")),
           "mixed": (TorchInput.make("a"), FakeInput("b"))}[inputs]
     runner = aotirt.Runner(FakeModel(out_spec=_spec((0, 0))))
@@ -226,7 +226,7 @@ def test_auto_output_follows_the_caller(monkeypatch, torch_imported, inputs, wan
 
 
 def test_really_without_torch_in_sys_modules(monkeypatch):
-    """The real _imported_torch: sys.modules without torch (None there also makes `import torch` fail)."""
+    """The real imported_torch: sys.modules without torch (None there also makes `import torch` fail)."""
     monkeypatch.setitem(sys.modules, "torch", None)
     runner = aotirt.Runner(FakeModel(out_spec="whatever"))
     assert runner._torch is None and runner._out_treespec is None
@@ -252,7 +252,7 @@ def test_explicit_output_overrides_the_rule(monkeypatch):
     assert [_kind(o) for o in as_torch.run_list([FakeInput("a"), FakeInput("b")], output="auto")] == ["dlpack"] * 2
     # output="torch" imports torch when it is not imported yet (the caller asked for it)
     imported = []
-    monkeypatch.setattr(runtime, "_imported_torch", lambda: None)
+    monkeypatch.setattr(runtime, "imported_torch", lambda: None)
     real_import = __builtins__["__import__"] if isinstance(__builtins__, dict) else __builtins__.__import__
 
     def tracking_import(name, *args, **kwargs):
@@ -327,7 +327,7 @@ def test_capture_follows_the_output_rule_and_never_imports_torch(monkeypatch):
     out = graphed(FakeInput("a"), FakeInput("b"))
     assert isinstance(out, list) and _kind(out[0]) == "dlpack" and out[0]._stream == 0x1234
     assert isinstance(graphed(*torch_inputs(), output="dlpack"), list)
-    monkeypatch.setattr(runtime, "_imported_torch", lambda: None)
+    monkeypatch.setattr(runtime, "imported_torch", lambda: None)
     with pytest.raises(aotirt.InputError, match=r"capturing without stream= needs torch already imported"):
         aotirt.capture(runner, FakeInput("a"), FakeInput("b"))
     graphed = aotirt.capture(runner, FakeInput("a"), FakeInput("b"), stream=0x1234)
