@@ -175,7 +175,8 @@ run_tsan() {
 
 # Issue 12's serving checks in one call (about 4 minutes on the H200): the 16-thread GEMM stress test with repeats
 # (SERVING_REPEAT, default 20), the 8-thread and thread-exit tests of gemm_shim_gpu_test 12 times, the thread tests
-# under TSan (when the bundle has tsan/), then the package churn / no-torch tests (tests/gpu/test_serving_gpu.py).
+# under TSan (when the bundle has tsan/) and under compute-sanitizer memcheck and racecheck (small counts), then the
+# package churn / no-torch tests (tests/gpu/test_serving_gpu.py).
 run_serving() {
   local GT_ARGS=("--gtest_repeat=${SERVING_REPEAT:-20}") GT_FILTERED=""
   run_gtest_binaries stress stress "${CC_TIMEOUT:-300}" -- "$B/bin/shims_gemm_gemm_threads_gpu_test"
@@ -184,6 +185,20 @@ run_serving() {
   if compgen -G "$B/tsan/*" > /dev/null; then
     AOTIRT_STRESS_CALLS="${AOTIRT_STRESS_CALLS:-150}" \
       TSAN_FILTER="GemmThreads.*:*EightThreads*:*ExitedThreads*:*CudaGraph*" CC_REPEAT="" run_tsan
+  fi
+  # The threaded tests under compute-sanitizer too, at counts the sanitizer can carry (4 threads x 40 calls).
+  local cs; cs="$(find_compute_sanitizer)"
+  if [[ -n "$cs" ]]; then
+    local tool
+    for tool in memcheck racecheck; do
+      GT_ARGS=("--gtest_filter=GemmThreads.*:*ExitedThreads*"); GT_FILTERED=1
+      AOTIRT_STRESS_THREADS=4 AOTIRT_STRESS_CALLS=40 run_gtest_binaries "serving-$tool" "serving_$tool" \
+        "${MEMCHECK_TIMEOUT:-300}" "$cs" --tool "$tool" --error-exitcode 99 \
+        $([[ $tool == memcheck ]] && echo --leak-check full) -- \
+        "$B/bin/shims_gemm_gemm_threads_gpu_test" "$B/bin/shims_gemm_gemm_shim_gpu_test"
+    done
+  else
+    record_suite serving-sanitizers 0 0 0 "compute-sanitizer not found"
   fi
   PYTEST_PATHS=tests/gpu/test_serving_gpu.py run_py_tests
 }
