@@ -54,8 +54,9 @@ ino_t MappedInode(uintptr_t addr) {
   return 0;
 }
 
-// Whether `handle` is the object loaded from `fd` under `name`.
-std::string IdentityError(void* handle, int fd, const std::string& name) {
+}  // namespace
+
+std::string WrapperIdentityError(void* handle, int fd, const std::string& name) {
   struct link_map* lm = nullptr;
   if (dlinfo(handle, RTLD_DI_LINKMAP, &lm) != 0 || lm == nullptr) return "dlinfo failed";
   if (name != (lm->l_name ? lm->l_name : "")) return std::string("it is loaded as '") + lm->l_name + "'";
@@ -67,6 +68,8 @@ std::string IdentityError(void* handle, int fd, const std::string& name) {
            std::to_string(st.st_ino);
   return "";
 }
+
+namespace {
 
 bool SameBytes(int fd, const std::vector<uint8_t>& bytes) {
   std::vector<uint8_t> buf(1 << 20);
@@ -120,7 +123,7 @@ std::shared_ptr<WrapperLibrary> WrapperLibrary::Acquire(const std::vector<uint8_
     WrapperLibrary& p = *pool.parked[i];
     if (p.size_ != bytes.size() || p.hash_ != hash || !SameBytes(p.fd_, bytes)) continue;
     void* h = dlopen(p.name_.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
-    if (h == nullptr || !IdentityError(h, p.fd_, p.name_).empty()) {
+    if (h == nullptr || !WrapperIdentityError(h, p.fd_, p.name_).empty()) {
       if (h != nullptr) dlclose(h);
       (void)dlerror();
       continue;
@@ -167,10 +170,12 @@ std::shared_ptr<WrapperLibrary> WrapperLibrary::Acquire(const std::vector<uint8_
     close(lib->fd_);
     throw RuntimeError(msg);
   }
-  const std::string wrong = IdentityError(lib->handle_, lib->fd_, lib->name_);
+  const std::string wrong = WrapperIdentityError(lib->handle_, lib->fd_, lib->name_);
   if (!wrong.empty()) {
     dlclose(lib->handle_);
+    lib->handle_ = nullptr;  // so that the destructor (which would take the pool's lock, held here) does nothing
     if (!LoadedUnder(lib->name_)) close(lib->fd_);  // else leaked on purpose: the name must stay taken
+    lib->fd_ = -1;
     throw RuntimeError("package '" + package_path + "': the dynamic loader returned another library than its "
                        "wrapper (" + wrong + "); refusing to run it");
   }
@@ -180,7 +185,9 @@ std::shared_ptr<WrapperLibrary> WrapperLibrary::Acquire(const std::vector<uint8_
 }
 
 WrapperLibrary::~WrapperLibrary() {
-  if (handle_ == nullptr) return;  // parked entries (no handle) are destroyed only by ReclaimLocked
+  // No handle: a parked entry (destroyed by ReclaimLocked, under the pool's lock) or a load that failed inside
+  // Acquire (which holds that lock and has closed what it must).
+  if (handle_ == nullptr) return;
   WrapperPool& pool = WrapperPool::Get();
   std::lock_guard<std::mutex> lock(pool.mu);
   --pool.stats.live;

@@ -50,5 +50,9 @@ class WrapperLibrary {
   bool reused_ = false;
 };
 
+// "" when `handle` is the object loaded from memfd `fd` under `name` (its name in the loader and the inode of its
+// mapping), else what differs. Used after every load; declared here for tests.
+std::string WrapperIdentityError(void* handle, int fd, const std::string& name);
+
 }  // namespace aotirt
 #endif  // AOTIRT_BACKENDS_CUDA_RUNTIME_WRAPPER_LIBRARY_H_

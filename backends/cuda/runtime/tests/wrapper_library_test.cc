@@ -114,6 +114,19 @@ TEST(WrapperLibrary, ANameLeftTakenByAnotherObjectIsNotUsed) {
   EXPECT_GE(GetWrapperLibraryStats().name_conflicts, before.name_conflicts + 1);
 }
 
+TEST(WrapperLibrary, TheIdentityCheckTellsAnotherObjectApart) {
+  auto a = Load(0);
+  EXPECT_EQ(WrapperIdentityError(a->handle(), -1, a->name()).substr(0, 12), "fstat failed");
+  // Another memfd holding other bytes: the object loaded as a's name is not that file.
+  const int fd = memfd_create("other", MFD_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(write(fd, g_wrappers[1].data(), g_wrappers[1].size()), static_cast<ssize_t>(g_wrappers[1].size()));
+  const std::string wrong = WrapperIdentityError(a->handle(), fd, a->name());
+  EXPECT_NE(wrong.find("the package's wrapper is inode"), std::string::npos) << wrong;
+  EXPECT_NE(WrapperIdentityError(a->handle(), fd, "/proc/self/fd/999999").find("it is loaded as"), std::string::npos);
+  close(fd);
+}
+
 TEST(WrapperLibrary, ThreeHundredCyclesInRandomOrder) {
   std::mt19937 rng(12);
   const int fds = OpenFds();
