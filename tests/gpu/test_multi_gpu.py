@@ -20,7 +20,7 @@ pytestmark = [
 
 
 def _shims():
-    from gemm_shims_test import Shims  # the ctypes wrapper of the GEMM shim tests
+    from test_gemm_shims import Shims  # the ctypes wrapper of the GEMM shim tests
     path = os.environ.get("AOTIRT_SHIM_LIB")
     if not path:
         pytest.skip("AOTIRT_SHIM_LIB unset")

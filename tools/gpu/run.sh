@@ -121,7 +121,7 @@ find_compute_sanitizer() {
 }
 
 # The shim test binaries the sanitizers run (the 8/16-thread stress tests are left to the plain and TSan runs).
-SANITIZER_BINARIES=(shims_tests_test_shims_cuda_gpu shims_gemm_gemm_shim_gpu_test)
+SANITIZER_BINARIES=(shims_tests_test_shims_cuda_gpu shims_gemm_test_gemm_shims_gpu)
 
 run_memcheck() {
   # compute-sanitizer memcheck over the shim test binaries.
@@ -174,14 +174,14 @@ run_tsan() {
 }
 
 # Issue 12's serving checks in one call (about 4 minutes on the H200): the 16-thread GEMM stress test with repeats
-# (SERVING_REPEAT, default 20), the 8-thread and thread-exit tests of gemm_shim_gpu_test 12 times, the thread tests
+# (SERVING_REPEAT, default 20), the 8-thread and thread-exit tests of test_gemm_shims_gpu 12 times, the thread tests
 # under TSan (when the bundle has tsan/) and under compute-sanitizer memcheck and racecheck (small counts), then the
 # package churn / no-torch tests (tests/gpu/test_serving_gpu.py).
 run_serving() {
   local GT_ARGS=("--gtest_repeat=${SERVING_REPEAT:-20}") GT_FILTERED=""
-  run_gtest_binaries stress stress "${CC_TIMEOUT:-300}" -- "$B/bin/shims_gemm_gemm_threads_gpu_test"
+  run_gtest_binaries stress stress "${CC_TIMEOUT:-300}" -- "$B/bin/shims_gemm_test_gemm_threads_gpu"
   GT_ARGS=("--gtest_filter=*EightThreads*:*ExitedThreads*" "--gtest_repeat=12"); GT_FILTERED=1
-  run_gtest_binaries threads threads "${CC_TIMEOUT:-300}" -- "$B/bin/shims_gemm_gemm_shim_gpu_test"
+  run_gtest_binaries threads threads "${CC_TIMEOUT:-300}" -- "$B/bin/shims_gemm_test_gemm_shims_gpu"
   if compgen -G "$B/tsan/*" > /dev/null; then
     AOTIRT_STRESS_CALLS="${AOTIRT_STRESS_CALLS:-150}" \
       TSAN_FILTER="GemmThreads.*:*EightThreads*:*ExitedThreads*:*CudaGraph*" CC_REPEAT="" run_tsan
@@ -195,7 +195,7 @@ run_serving() {
       AOTIRT_STRESS_THREADS=4 AOTIRT_STRESS_CALLS=40 run_gtest_binaries "serving-$tool" "serving_$tool" \
         "${MEMCHECK_TIMEOUT:-300}" "$cs" --tool "$tool" --error-exitcode 99 \
         $([[ $tool == memcheck ]] && echo --leak-check full) -- \
-        "$B/bin/shims_gemm_gemm_threads_gpu_test" "$B/bin/shims_gemm_gemm_shim_gpu_test"
+        "$B/bin/shims_gemm_test_gemm_threads_gpu" "$B/bin/shims_gemm_test_gemm_shims_gpu"
     done
   else
     record_suite serving-sanitizers 0 0 0 "compute-sanitizer not found"

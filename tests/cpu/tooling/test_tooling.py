@@ -266,13 +266,13 @@ def test_run_tsan_suite(tmp_path):
     b = fake_bundle(tmp_path, {"shims_ok_test": dict(ran=1, passed=1)})
     r, lines = run_sh(tmp_path, b, "tsan")
     assert r.returncode != 0 and "BUNDLE_TSAN=1" in r.stdout and lines[-1].startswith("run.sh: FAILED"), r.stdout
-    gtest_binary(str(b / "tsan/shims_gemm_gemm_threads_gpu_test"), ran=2, passed=2, log_args=args)
+    gtest_binary(str(b / "tsan/shims_gemm_test_gemm_threads_gpu"), ran=2, passed=2, log_args=args)
     r, lines = run_sh(tmp_path, b, "tsan", env={"GTEST_REPEAT": "2"})
     assert r.returncode == 0 and "tsan: 2 passed, 0 failed" in r.stdout, r.stdout
     logged = args.read_text()
     assert "--gtest_repeat=2" in logged and "TSAN_OPTIONS=halt_on_error=0" in logged, logged
     # A TSan report makes the binary exit 66 with every case passed: still a failure.
-    gtest_binary(str(b / "tsan/shims_gemm_gemm_threads_gpu_test"), ran=2, passed=2, rc=66)
+    gtest_binary(str(b / "tsan/shims_gemm_test_gemm_threads_gpu"), ran=2, passed=2, rc=66)
     r, lines = run_sh(tmp_path, b, "tsan")
     assert r.returncode != 0 and "(exit 66)" in r.stdout, r.stdout
     assert "called_from_lib:libcuda.so.1" in (tmp_path / "out/tsan.supp").read_text()
@@ -280,7 +280,7 @@ def test_run_tsan_suite(tmp_path):
 
 def test_run_sanitizer_suites(tmp_path):
     b = fake_bundle(tmp_path, {"shims_tests_test_shims_cuda_gpu": dict(ran=9, passed=9),
-                               "shims_gemm_gemm_shim_gpu_test": dict(ran=3, passed=3)})
+                               "shims_gemm_test_gemm_shims_gpu": dict(ran=3, passed=3)})
     fake = tmp_path / "fakebin"
     calls = tmp_path / "cs_calls"
     write_exe(str(fake / "compute-sanitizer"), f"""#!/bin/sh
@@ -299,7 +299,7 @@ exit $rc
     assert "--gtest_filter=CudaShims.*" in logged, logged
     # every binary ran nothing (a filter that matches nothing): the suite tested nothing
     gtest_binary(str(b / "bin/shims_tests_test_shims_cuda_gpu"), ran=0, passed=0)
-    gtest_binary(str(b / "bin/shims_gemm_gemm_shim_gpu_test"), ran=0, passed=0)
+    gtest_binary(str(b / "bin/shims_gemm_test_gemm_shims_gpu"), ran=0, passed=0)
     r, lines = run_sh(tmp_path, b, "racecheck", env=env)
     assert r.returncode != 0 and "racecheck: 0 passed, 0 failed" in r.stdout and "ran 0 tests" in r.stdout, r.stdout
 
@@ -396,7 +396,7 @@ def test_bundle_fails_when_the_query_fails(tmp_path):
 
 
 def test_bundle_records_commit_and_tests_and_makes_no_links(tmp_path):
-    labels = ["//shims/tests:test_shims_cuda_gpu", "//shims/gemm:gemm_shim_gpu_test"]
+    labels = ["//shims/tests:test_shims_cuda_gpu", "//shims/gemm:test_gemm_shims_gpu"]
     root = bundle_tree(tmp_path)
     fake, calls = fake_bazel(tmp_path, labels)
     r = run_bundle(tmp_path, root, fake, env={"BUNDLE_TSAN": "1"})
@@ -405,9 +405,9 @@ def test_bundle_records_commit_and_tests_and_makes_no_links(tmp_path):
     assert not (b / "old_marker").exists()
     assert (b / "TESTS.txt").read_text().splitlines() == [
         "bin/shims_tests_test_shims_cuda_gpu //shims/tests:test_shims_cuda_gpu",
-        "bin/shims_gemm_gemm_shim_gpu_test //shims/gemm:gemm_shim_gpu_test",
+        "bin/shims_gemm_test_gemm_shims_gpu //shims/gemm:test_gemm_shims_gpu",
         "tsan/shims_tests_test_shims_cuda_gpu //shims/tests:test_shims_cuda_gpu",
-        "tsan/shims_gemm_gemm_shim_gpu_test //shims/gemm:gemm_shim_gpu_test"]
+        "tsan/shims_gemm_test_gemm_shims_gpu //shims/gemm:test_gemm_shims_gpu"]
     assert (b / "COMMIT").read_text().strip(), "COMMIT is written (unknown outside git)"
     info = (b / "BUNDLE.txt").read_text()
     assert "gpu test binaries: 2 in bin/, 2 in tsan/" in info, info

@@ -177,7 +177,7 @@ int main(int argc, char** argv) {
     aotirt::g_wrappers.emplace_back(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
   }
   if (aotirt::g_wrappers.size() != 3 || aotirt::g_wrappers[0].empty()) {
-    std::fprintf(stderr, "usage: wrapper_library_test fake_identity_a.so fake_identity_b.so fake_identity_c.so\n");
+    std::fprintf(stderr, "usage: test_wrapper_library fake_identity_a.so fake_identity_b.so fake_identity_c.so\n");
     return 2;
   }
   return RUN_ALL_TESTS();
