@@ -41,6 +41,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:
     sys.path.insert(0, HERE)  # cliflags.py beside this file (also when loaded by path, as the CPU test does)
 from cliflags import Flags  # noqa: E402  (absl flags, as the aotirt CLI)
+import provenance  # noqa: E402  (beside this file)
 KiB, MiB = 1 << 10, 1 << 20
 WARMUP = 3
 SEQ = 128
@@ -680,21 +681,6 @@ def find_lib(soname: str, near: list) -> str:
     return soname
 
 
-def _commit() -> str:
-    bundle = os.environ.get("AOTIRT_BUNDLE")
-    if bundle:
-        try:
-            with open(os.path.join(bundle, "COMMIT")) as f:
-                return f.read().strip()
-        except OSError:
-            pass
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10,
-                              cwd=HERE).stdout.strip()
-    except Exception:  # noqa: BLE001
-        return ""
-
-
 def _dist_version(*names: str) -> str:
     from importlib import metadata
     for n in names:
@@ -983,7 +969,7 @@ def _run_in(args, smi: Smi, machine: dict, runner: str, cudart: str, cublaslt: s
     if compile_info.get("fallback_reason"):
         desc += f" (FALLBACK: GPT-2 failed: {compile_info['fallback_reason'][:200]})"
     result = {
-        "benchmark": "footprint", "commit": _commit(), "machine": machine,
+        "benchmark": "footprint", "commit": provenance.commit(), "machine": machine,
         "torch": child_versions.get("torch") or _dist_version("torch"),
         "cupy": child_versions.get("cupy") or _cupy_version(),
         "transformers": child_versions.get("transformers") or _dist_version("transformers"),

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
@@ -16,6 +15,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:
     sys.path.insert(0, HERE)  # cliflags.py beside this file
 from cliflags import Flags  # noqa: E402  (absl flags, as the aotirt CLI)
+import provenance  # noqa: E402  (beside this file)
 
 
 def per_call_ms(fn, torch, iters=100, repeats=5):
@@ -82,11 +82,7 @@ def main(argv=None):
     rows["ratio_aotirt_vs_torch_compile"] = rows["aotirt_ms"] / rows["torch_compile_ms"]
     rows["target"] = "aotirt <= 1.02 x torch.compile (no graphs)"
     rows["met"] = rows["ratio_aotirt_vs_torch_compile"] <= 1.02
-    commit = ""
-    try:
-        commit = open(os.path.join(os.environ.get("AOTIRT_BUNDLE", ""), "COMMIT")).read().strip()
-    except OSError:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    commit = provenance.commit()
     res = {"model": f"siglip_like x{a.blocks} bf16 T=256 batch 1", "gpu": torch.cuda.get_device_name(),
            "torch": torch.__version__, "commit": commit, "inductor_options": {k: str(v) for k, v in opts.items()},
            **rows}

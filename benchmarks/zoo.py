@@ -121,11 +121,6 @@ def _hf(cls: str, cfg_cls: str, cfg: dict, pick: Callable, model_from: Callable 
     def build(torch):
         import transformers
         config = getattr(transformers, cfg_cls)(**cfg)
-        if hasattr(config, "_attn_implementation"):
-            try:
-                config._attn_implementation = "sdpa"
-            except Exception:  # noqa: BLE001 (older/newer transformers: keep its default)
-                pass
         model = getattr(transformers, cls)(config).eval()
         if model_from is not None:
             model = model_from(model)
@@ -365,7 +360,8 @@ def _registry() -> list:
           _hf("WhisperModel", "WhisperConfig", dict(d_model=256, encoder_layers=2, decoder_layers=2,
                                                     encoder_attention_heads=4, decoder_attention_heads=4,
                                                     encoder_ffn_dim=1024, decoder_ffn_dim=1024, num_mel_bins=80,
-                                                    max_source_positions=64, vocab_size=VOCAB),
+                                                    max_source_positions=64, vocab_size=VOCAB, pad_token_id=0,
+                                                    bos_token_id=1, eos_token_id=2, decoder_start_token_id=1),
               lambda m, x: m(input_features=x).last_hidden_state, model_from=lambda m: m.get_encoder()),
           lambda t: (torch_randn(t, 1, 80, 128),), "input_features [1,80,128]"),
         E("hf_wav2vec2", "transformers",
@@ -658,8 +654,17 @@ def lower_one(key: str, e: Entry, dtype: str, work: str, device: str = "cuda", e
         rec["exported"], rec["export_s"] = True, round(time.perf_counter() - t0, 2)
     except Exception as ex:  # noqa: BLE001
         return fail(rec, "export", ex)
-    if export_only:
+    if export_only:  # the CPU check that export kept the model's meaning: the exported program against eager
         rec["stage"] = "exported"
+        try:
+            with torch.no_grad():
+                ok, err, detail = compare(torch, flat_tensors(torch, ep.module()(*inputs)),
+                                          flat_tensors(torch, model(*inputs)), dtype, e.tol)
+            rec["export_matches_eager"], rec["export_max_abs_err"] = ok, err
+            if detail:
+                rec["mismatch"] = detail
+        except Exception as ex:  # noqa: BLE001
+            rec["export_check_error"] = f"{type(ex).__name__}: {str(ex)[:300]}"
         return rec
     rec["stage"] = "lower"
     progress(rec)

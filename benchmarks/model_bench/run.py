@@ -7,7 +7,6 @@ import datetime
 import json
 import math
 import os
-import subprocess
 import sys
 import time
 import traceback
@@ -16,6 +15,7 @@ from typing import Any, Callable
 from model_bench.models import MODELS
 from model_bench.report import markdown, targets
 from model_bench.variants import VARIANTS, gemm_backends
+import provenance
 
 def out_paths(out: str) -> dict:
     base = out[:-5] if out.endswith(".json") else os.path.join(out, "models")
@@ -23,21 +23,6 @@ def out_paths(out: str) -> dict:
 
 def _err(e: BaseException) -> str:
     return f"{type(e).__name__}: {str(e)[:600]}"
-
-
-def _commit() -> str:
-    bundle = os.environ.get("AOTIRT_BUNDLE")
-    if bundle:
-        try:
-            with open(os.path.join(bundle, "COMMIT")) as f:
-                return f.read().strip()
-        except OSError:
-            pass
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                              timeout=10).stdout.strip()
-    except Exception:  # noqa: BLE001
-        return ""
 
 
 def load_existing(path: str) -> dict:
@@ -109,7 +94,7 @@ def run_benchmark(args: argparse.Namespace, backend: Any, *, clock: Callable[[],
     rows = {(r.get("model"), r.get("variant"), bool(r.get("graphs"))): r for r in old["rows"]}
     run_id = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     modes = {"both": (False, True), "off": (False,), "on": (True,)}[args.graphs]
-    meta = {"run": run_id, "commit": _commit(), "argv": sys.argv[1:], "budget_s": args.budget_s,
+    meta = {"run": run_id, "commit": provenance.commit(), "argv": sys.argv[1:], "budget_s": args.budget_s,
             "quick": args.quick, "tiny": args.tiny, **backend.describe()}
     result = {"meta": meta, "runs": list(old.get("runs", [])) + [meta], "rows": [], "targets": []}
 
