@@ -278,10 +278,6 @@ def torch_rand(torch, *shape, lo: float = 0.0, seed: int = 1):
     return lo + (1.0 - lo) * torch.rand(*shape, generator=_gen(torch, seed))
 
 
-def _first(out):
-    return out[0] if isinstance(out, (tuple, list)) else out
-
-
 def _registry() -> list:
     E = Entry  # noqa: N806
     img = _image()
@@ -460,6 +456,16 @@ def _positive_float(text: str) -> float:
     return v
 
 
+def _nonnegative_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a number") from None
+    if v < 0:
+        raise ValueError(f"must be >= 0, got {v}")
+    return v
+
+
 def parse_args(argv: list | None = None):
     f = Flags("benchmarks/zoo.py", __doc__.split("\n\n")[0])
     f.string("out", os.path.join(HERE, "results", "zoo.json"), "zoo.json path, or a directory for zoo.json/.md")
@@ -471,6 +477,8 @@ def parse_args(argv: list | None = None):
     f.boolean("quick", False, f"only the {len(QUICK)}-model subset {','.join(QUICK)} (of those --models selects)")
     f.enum("dtype", "fp32", DTYPES, "fp32 (default), bf16 (the bf16 subset) or both")
     f.define("replays", 30, "CUDA graph replays timed per model (median)", _positive, "integer")
+    f.define("budget-s", 0.0, "end the whole zoo after this many seconds, recording what did not finish (0: no "
+             "limit); the JSON and table are written either way", _nonnegative_float, "float")
     f.boolean("export-only", False, "build + torch.export only, on the CPU (no GPU needed; no lower/run/time)")
     f.string("work", "", "folder for the packages (default: a temporary one, removed at the end)")
     f.enum("child", None, ("lower", "run"), "(internal) child role")
@@ -564,7 +572,8 @@ def markdown(result: dict) -> str:
     m = result.get("machine") or {}
     s = result.get("summary") or summarize(result.get("records", []))
     c = s["counts"]
-    head = (f"Zoo (`benchmarks/zoo.py`{' --export-only' if result.get('export_only') else ''}), {m.get('gpu', 'CPU')}, "
+    head = (f"Zoo (`benchmarks/zoo.py`{' --export-only: build + export stages only' if result.get('export_only') else ''}), "
+            f"{m.get('gpu', 'CPU')}, "
             f"torch {result.get('torch') or '?'}, torchvision {result.get('torchvision') or '—'}, timm "
             f"{result.get('timm') or '—'}, transformers {result.get('transformers') or '—'}, commit "
             f"`{result.get('commit') or '?'}`; random weights, max_autotune OFF, {result.get('replays', '?')} CUDA "
@@ -811,7 +820,10 @@ def _emit(tag: str, payload) -> None:
 
 def child_main(a) -> int:
     """Runs the rows in --keys one after the other, printing `start: key`, `progress: rec` and `done: rec` lines."""
-    import torch  # noqa: F401  (before aotirt.load: outputs as torch tensors)
+    import torch  # (before aotirt.load: outputs as torch tensors)
+    # fp32 means fp32: eager's cuDNN convolutions would use TF32 by default; packages compile at "highest".
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
     entries = by_name()
     work = a.work or tempfile.gettempdir()
     prior = {}
@@ -839,12 +851,18 @@ def child_main(a) -> int:
 
 
 def run_children(cmd_for: Callable[[list], list], keys: list, timeout_s: float, base: Callable[[str], dict],
-                 env: dict | None = None, tag: str = "") -> dict:
+                 env: dict | None = None, tag: str = "", stop_at: float | None = None) -> dict:
     """Runs keys through child processes (cmd_for(keys) -> argv) one after the other; returns {key: record}.
     A key whose child says nothing for timeout_s after its `start:`, or whose child dies, gets the last record the
-    child reported for it (else base(key)) with the error; the rest go on in a new child."""
+    child reported for it (else base(key)) with the error; the rest go on in a new child. At stop_at (a
+    time.monotonic() value: --budget-s) the child is ended and the keys not done are recorded as not finished."""
     results, todo = {}, list(keys)
     while todo:
+        if stop_at is not None and time.monotonic() >= stop_at:
+            for k in todo:
+                results[k] = fail(base(k), "budget", "not run: --budget-s reached")
+            say(f"{tag}--budget-s reached: {len(todo)} row(s) not run ({','.join(todo)})")
+            break
         err = tempfile.TemporaryFile(mode="w+")
         p = subprocess.Popen(cmd_for(todo), stdout=subprocess.PIPE, stderr=err, text=True, env=env,
                              start_new_session=True)
@@ -857,10 +875,12 @@ def run_children(cmd_for: Callable[[list], list], keys: list, timeout_s: float, 
         threading.Thread(target=pump, daemon=True).start()
         current, last, deadline, problem = None, None, time.monotonic() + timeout_s + 120, ""
         while True:
+            until = deadline if stop_at is None else min(deadline, stop_at)
             try:
-                ln = lines.get(timeout=max(0.1, deadline - time.monotonic()))
+                ln = lines.get(timeout=max(0.1, until - time.monotonic()))
             except queue.Empty:
-                problem = f"timed out after {timeout_s:.0f} s"
+                problem = (f"timed out after {timeout_s:.0f} s" if time.monotonic() >= deadline
+                           else "not finished: --budget-s reached")
                 break
             if ln is None:
                 break
@@ -981,6 +1001,7 @@ def run(a) -> int:
     os.makedirs(work, exist_ok=True)
     say(f"{len(keys)} rows ({a.dtype}) on {machine['gpu']}; {a.workers} lowering workers, {a.timeout_s:.0f} s per "
         f"model; packages in {work}")
+    stop_at = time.monotonic() + a.budget_s - 20 if a.budget_s else None  # 20 s to write the results
     me = [sys.executable, os.path.abspath(__file__)]
     common = ["--work", work, "--replays", str(a.replays)] + (["--export-only"] if a.export_only else [])
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))  # the children import as we do
@@ -992,7 +1013,7 @@ def run(a) -> int:
 
         def lower_shard(shard, i):
             res = run_children(lambda ks: [*me, "--child", "lower", "--keys", ",".join(ks), *common], shard,
-                               a.timeout_s, base.__getitem__, env=env, tag=f"[lower {i}] ")
+                               a.timeout_s, base.__getitem__, env=env, tag=f"[lower {i}] ", stop_at=stop_at)
             with lock:
                 lowered.update(res)
         t0 = time.perf_counter()
@@ -1012,7 +1033,8 @@ def run(a) -> int:
                 json.dump(records, f)
             t0 = time.perf_counter()
             records.update(run_children(lambda ks: [*me, "--child", "run", "--keys", ",".join(ks), *common], to_run,
-                                        a.timeout_s, records.__getitem__, env=env, tag="[run] "))
+                                        a.timeout_s, records.__getitem__, env=env, tag="[run] ",
+                                        stop_at=stop_at))
             run_s = time.perf_counter() - t0
         recs = [records[k] for k in keys]
         for r in recs:

@@ -26,6 +26,7 @@ import numpy as np
 import pytest
 
 from conftest import HAVE_CUDA, TOL, requires_gpu
+from gpu_memory import process_gpu_bytes, trim_runtime_pool
 
 KiB, MiB = 1 << 10, 1 << 20
 CYCLES = 240          # load/run/drop cycles of the one-process churns (>= 200)
@@ -148,55 +149,16 @@ def _check(pkg, k, got, where):
         torch.testing.assert_close(g, w, **TOL32, msg=lambda m: f"{where}: {pkg.name} output {j}: {m}")
 
 
-def _process_gpu_bytes():
-    """This process's device memory as nvidia-smi reports it, or None (no nvidia-smi, or PIDs of another namespace)."""
-    try:
-        out = subprocess.run(["nvidia-smi", "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"],
-                             capture_output=True, text=True, timeout=60).stdout
-    except (OSError, subprocess.SubprocessError):
-        return None
-    for line in out.splitlines():
-        parts = [p.strip() for p in line.split(",")]
-        if len(parts) == 2 and parts[0] == str(os.getpid()) and parts[1].isdigit():
-            return int(parts[1]) * MiB
-    return None
-
-
-def _loaded_cudart():
-    """The libcudart already mapped into this process (ctypes, RTLD_NOLOAD), or None; never loads one."""
-    import ctypes
-    with open("/proc/self/maps") as f:
-        paths = sorted({line.split()[-1] for line in f if "/libcudart.so" in line})
-    for path in paths:
-        try:
-            return ctypes.CDLL(path, mode=os.RTLD_NOW | os.RTLD_NOLOAD)
-        except OSError:
-            pass
-    return None
-
-
-def _trim_runtime_pool(device=0):
-    """Returns the runtime's stream-ordered pool's free blocks to the driver (it keeps them: release threshold max),
-    so what stays is memory still in use. torch's and CuPy's own pools are not this pool."""
-    import ctypes
-    lib = _loaded_cudart()
-    if lib is None:
-        return
-    pool = ctypes.c_void_p()
-    if lib.cudaDeviceGetDefaultMemPool(ctypes.byref(pool), ctypes.c_int(device)) == 0:
-        lib.cudaMemPoolTrimTo(pool, ctypes.c_size_t(0))
-
-
 def _device_used():
     """(device-wide used bytes from torch.cuda.mem_get_info, this process's bytes from nvidia-smi or None), after
     releasing every cache that is not a leak."""
     gc.collect()
     torch.cuda.synchronize()
     torch.cuda.empty_cache()
-    _trim_runtime_pool()
+    trim_runtime_pool()
     torch.cuda.synchronize()
     free, total = torch.cuda.mem_get_info()
-    return total - free, _process_gpu_bytes()
+    return total - free, process_gpu_bytes()
 
 
 def _report(capsys, record_property, key, lines):
@@ -419,7 +381,7 @@ def test_package_churn_from_four_threads(packages, capsys, record_property):
 
 
 _CUPY_CHURN_SCRIPT = r"""
-import ctypes, gc, json, os, random, subprocess, sys
+import gc, json, os, random, sys
 import numpy as np
 import cupy as cp
 import aotirt
@@ -432,40 +394,16 @@ pkgs = man["packages"]
 host = {n: [[np.load(f) for f in ins] for ins in p["inputs"]] for n, p in pkgs.items()}
 want = {n: [[np.load(f) for f in outs] for outs in p["outputs"]] for n, p in pkgs.items()}
 
-def proc_bytes():
-    try:
-        out = subprocess.run(["nvidia-smi", "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"],
-                             capture_output=True, text=True, timeout=60).stdout
-    except Exception:
-        return None
-    for line in out.splitlines():
-        parts = [p.strip() for p in line.split(",")]
-        if len(parts) == 2 and parts[0] == str(os.getpid()) and parts[1].isdigit():
-            return int(parts[1]) << 20
-    return None
-
-def loaded_cudart():
-    with open("/proc/self/maps") as f:
-        paths = sorted({line.split()[-1] for line in f if "/libcudart.so" in line})
-    for path in paths:
-        try:
-            return ctypes.CDLL(path, mode=os.RTLD_NOW | os.RTLD_NOLOAD)
-        except OSError:
-            pass
-    return None
+from gpu_memory import process_gpu_bytes, trim_runtime_pool  # tests/gpu is on PYTHONPATH (_env)
 
 def used():
     gc.collect()
     cp.cuda.Device().synchronize()
     cp.get_default_memory_pool().free_all_blocks()
-    lib = loaded_cudart()  # the runtime's stream-ordered pool keeps free blocks: trim them
-    if lib is not None:
-        pool = ctypes.c_void_p()
-        if lib.cudaDeviceGetDefaultMemPool(ctypes.byref(pool), ctypes.c_int(0)) == 0:
-            lib.cudaMemPoolTrimTo(pool, ctypes.c_size_t(0))
+    trim_runtime_pool()  # the runtime's stream-ordered pool keeps free blocks
     cp.cuda.Device().synchronize()
     free, total = cp.cuda.runtime.memGetInfo()
-    return total - free, proc_bytes()
+    return total - free, process_gpu_bytes()
 
 names = sorted(pkgs)
 rng = random.Random(7)
