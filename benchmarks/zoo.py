@@ -2,6 +2,7 @@
 
     python benchmarks/zoo.py [--out DIR|FILE.json] [--models NAME,PREFIX,SOURCE,...] [--list] [--quick]
                              [--workers 4] [--timeout-s 240] [--dtype fp32|bf16|both] [--replays 30] [--export-only]
+                             [--budget-s S] [--work DIR] [--merge A.json,B.json]
 
 Every model has random weights (seeded; nothing is downloaded) and small inputs (batch 1-2, images 224x224 or less,
 sequences 64): torchvision classifiers and segmentation/detection heads, a handful of timm models
@@ -26,7 +27,6 @@ need no GPU are tested by tests/cpu/test_zoo_bench.py.
 from __future__ import annotations
 
 import collections
-import dataclasses
 import json
 import os
 import queue
@@ -43,6 +43,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:
     sys.path.insert(0, HERE)  # cliflags.py beside this file (also when loaded by path, as the CPU test does)
 from cliflags import Flags  # noqa: E402  (absl flags, as the aotirt CLI)
+import provenance  # noqa: E402  (the commit a result came from, as every benchmark)
 
 DTYPES = ("fp32", "bf16", "both")
 TOL = {"fp32": (2e-3, 2e-3), "bf16": (6e-2, 6e-2)}  # (atol, rtol x max|ref|) per dtype; entries may override
@@ -57,19 +58,22 @@ def say(msg: str) -> None:
 
 # ============================================================================================ the registry
 
-@dataclasses.dataclass(frozen=True)
 class Entry:
     """One model of the zoo. build(torch) -> nn.Module (eval, float32, CPU); inputs(torch) -> tuple of CPU tensors
     (float ones are cast to the row's dtype). A builder that raises (ImportError for a missing library included)
-    makes the model `skipped` with the reason."""
-    name: str
-    source: str
-    build: Callable[[Any], Any]
-    inputs: Callable[[Any], tuple]
-    shape: str                   # the inputs, in words (for --list and the table)
-    bf16: bool = True            # part of the bf16 subset (--dtype bf16|both)
-    tol: tuple | None = None     # (atol, rtol) overriding TOL for fp32 (bf16 scales TOL["bf16"] the same way)
-    note: str = ""
+    makes the model `skipped` with the reason.
+      shape  the inputs, in words (for --list and the table)
+      bf16   part of the bf16 subset (--dtype bf16|both)
+      tol    (atol, rtol) overriding TOL for fp32 (bf16 scales TOL["bf16"] the same way)
+    (A plain class: the module is also loaded by path, where a dataclass would need it in sys.modules.)"""
+
+    def __init__(self, name: str, source: str, build: Callable[[Any], Any], inputs: Callable[[Any], tuple],
+                 shape: str, bf16: bool = True, tol: tuple | None = None, note: str = ""):
+        self.name, self.source, self.build, self.inputs, self.shape = name, source, build, inputs, shape
+        self.bf16, self.tol, self.note = bf16, tol, note
+
+    def __repr__(self) -> str:
+        return f"Entry({self.name!r}, {self.source!r})"
 
 
 def _gen(torch, seed: int = 0):
@@ -105,6 +109,7 @@ def _tv(fn: str, pick: Callable | None = None, **kw):
             getattr(torchvision.models.detection, fn, None) or getattr(torchvision.models.video, fn, None)
         if m is None:
             raise ImportError(f"torchvision {torchvision.__version__} has no model {fn}")
+        torch.manual_seed(0)  # after the import: the same weights whatever was imported before
         model = m(weights=None, **kw).eval()
         return _wrap(torch, model, pick) if pick else model
     return build
@@ -113,6 +118,7 @@ def _tv(fn: str, pick: Callable | None = None, **kw):
 def _timm(name: str, **kw):
     def build(torch):
         import timm
+        torch.manual_seed(0)
         return timm.create_model(name, pretrained=False, **kw).eval()
     return build
 
@@ -121,6 +127,7 @@ def _hf(cls: str, cfg_cls: str, cfg: dict, pick: Callable, model_from: Callable 
     def build(torch):
         import transformers
         config = getattr(transformers, cfg_cls)(**cfg)
+        torch.manual_seed(0)
         model = getattr(transformers, cls)(config).eval()
         if model_from is not None:
             model = model_from(model)
@@ -480,6 +487,9 @@ def parse_args(argv: list | None = None):
     f.define("budget-s", 0.0, "end the whole zoo after this many seconds, recording what did not finish (0: no "
              "limit); the JSON and table are written either way", _nonnegative_float, "float")
     f.boolean("export-only", False, "build + torch.export only, on the CPU (no GPU needed; no lower/run/time)")
+    f.define("merge", (), "comma-separated zoo.json files to merge into --out (later files win per row; nothing is "
+             "run): for a zoo split over several GPU calls (--models torchvision,timm / transformers,pattern)",
+             _csv, "list")
     f.string("work", "", "folder for the packages (default: a temporary one, removed at the end)")
     f.enum("child", None, ("lower", "run"), "(internal) child role")
     f.string("keys", "", "(internal) the child's rows (name or name@bf16, comma-separated)")
@@ -711,13 +721,14 @@ def compare(torch, got: list, ref: list, dtype: str, tol: tuple | None = None) -
         if r.numel() == 0:
             continue
         if not r.is_floating_point() and not r.is_complex():
+            g, r = g.detach(), r.detach()
             bad = int((g.to(r.device) != r).sum())
             err = float((g.to(r.device).double() - r.double()).abs().max())
             worst = max(worst, err)
             if bad:
                 ok, detail = False, f"output {i}: {bad} of {r.numel()} integer values differ"
             continue
-        g64, r64 = g.to(r.device).double(), r.double()
+        g64, r64 = g.detach().to(r.device).double(), r.detach().double()
         finite = torch.isfinite(r64)
         if not bool((torch.isfinite(g64) == finite).all()):
             ok, detail = False, f"output {i}: non-finite values differ"
@@ -729,13 +740,19 @@ def compare(torch, got: list, ref: list, dtype: str, tol: tuple | None = None) -
     return ok, worst, detail
 
 
-def replay_ms(torch, fn: Callable, replays: int) -> float:
-    """Median ms of `replays` single calls, each between two CUDA events, after WARMUP calls."""
+def replay_ms(torch, fn: Callable, replays: int, device: str = "cuda") -> float:
+    """Median ms of `replays` single calls, each between two CUDA events (host clock off the GPU), after WARMUP."""
     import statistics
     for _ in range(WARMUP):
         fn()
-    torch.cuda.synchronize()
     vals = []
+    if not device.startswith("cuda"):
+        for _ in range(replays):
+            t0 = time.perf_counter()
+            fn()
+            vals.append((time.perf_counter() - t0) * 1e3)
+        return statistics.median(vals)
+    torch.cuda.synchronize()
     for _ in range(replays):
         a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         a.record()
@@ -766,20 +783,26 @@ def eager_graphed(torch, model, inputs: tuple) -> Callable:
     return replay
 
 
-def run_one(rec: dict, e: Entry, replays: int, progress: Callable[[dict], None] | None = None) -> dict:
-    """The run and time stages of a lowered row (rec from lower_one, with its package), in this process."""
+def run_one(rec: dict, e: Entry, replays: int, progress: Callable[[dict], None] | None = None,
+            device: str = "cuda", load: Callable | None = None, capture: Callable | None = None) -> dict:
+    """The run and time stages of a lowered row (rec from lower_one, with its package), in this process.
+    load(package) -> a Runner and capture(runner, *inputs) -> a CapturedRunner default to aotirt.load/aotirt.capture
+    (the CPU test passes fakes, with device="cpu")."""
     import torch
     import aotirt
+    load, capture = load or aotirt.load, capture or aotirt.capture
     progress = progress or (lambda r: None)
+    cuda = device.startswith("cuda")
     rec["stage"] = "run"
     progress(rec)
     try:
-        model, inputs = build_entry(torch, e, rec["dtype"], "cuda")
+        model, inputs = build_entry(torch, e, rec["dtype"], device)
         with torch.no_grad():
             ref = flat_tensors(torch, model(*inputs))
-        runner = aotirt.load(rec["package"])
+        runner = load(rec["package"])
         got = runner.run_list(list(inputs), output="torch")
-        torch.cuda.synchronize()
+        if cuda:
+            torch.cuda.synchronize()
         rec["ran"] = True
     except Exception as ex:  # noqa: BLE001
         return fail(rec, "run", ex)
@@ -793,16 +816,20 @@ def run_one(rec: dict, e: Entry, replays: int, progress: Callable[[dict], None] 
     progress(rec)
     try:
         try:
-            graphed = aotirt.capture(runner, *inputs)
-            rec["ms_ours"], rec["ours_graph"] = replay_ms(torch, lambda: graphed.run_list(list(inputs)), replays), True
-        except aotirt.RunError as ex:
+            graphed = capture(runner, *inputs)
+            rec["ms_ours"] = replay_ms(torch, lambda: graphed.run_list(list(inputs)), replays, device)
+            rec["ours_graph"] = True
+        except aotirt.RunError as ex:  # not capturable: plain calls, said so
             rec["ours_graph_error"] = str(ex)[:400]
-            rec["ms_ours"], rec["ours_graph"] = replay_ms(torch, lambda: runner.run_list(list(inputs)), replays), False
+            rec["ms_ours"] = replay_ms(torch, lambda: runner.run_list(list(inputs)), replays, device)
+            rec["ours_graph"] = False
         with torch.no_grad():
-            rec["ms_eager"] = replay_ms(torch, lambda: model(*inputs), replays)
+            rec["ms_eager"] = replay_ms(torch, lambda: model(*inputs), replays, device)
             try:
+                if not cuda:
+                    raise RuntimeError("CUDA graphs need a CUDA device")
                 fn = eager_graphed(torch, model, inputs)
-                rec["ms_eager_graph"], rec["eager_graph"] = replay_ms(torch, fn, replays), True
+                rec["ms_eager_graph"], rec["eager_graph"] = replay_ms(torch, fn, replays, device), True
             except Exception as ex:  # noqa: BLE001 (not capturable: plain calls, said so)
                 rec["eager_graph_error"] = f"{type(ex).__name__}: {str(ex)[:400]}"
                 rec["ms_eager_graph"], rec["eager_graph"] = rec["ms_eager"], False
@@ -866,6 +893,7 @@ def run_children(cmd_for: Callable[[list], list], keys: list, timeout_s: float, 
         err = tempfile.TemporaryFile(mode="w+")
         p = subprocess.Popen(cmd_for(todo), stdout=subprocess.PIPE, stderr=err, text=True, env=env,
                              start_new_session=True)
+        LIVE.add(p)
         lines: queue.Queue = queue.Queue()
 
         def pump(proc=p, q=lines):
@@ -905,6 +933,7 @@ def run_children(cmd_for: Callable[[list], list], keys: list, timeout_s: float, 
         if problem:
             _kill(p)
         rc = p.wait()
+        LIVE.discard(p)
         err.seek(0)
         stderr = err.read()
         err.close()
@@ -925,6 +954,16 @@ def run_children(cmd_for: Callable[[list], list], keys: list, timeout_s: float, 
             say(f"{tag}{','.join(todo)}: {why}\n{stderr[-2000:]}")
             todo = []
     return results
+
+
+LIVE: set = set()  # the children now running (each in its own session: ended with the parent, see _on_signal)
+
+
+def _on_signal(signum, frame) -> None:
+    """SIGTERM/SIGINT (run.sh's timeout, Ctrl-C): end the children's process groups too, then exit."""
+    for p in list(LIVE):
+        _kill(p)
+    raise SystemExit(128 + signum)
 
 
 def _kill(p) -> None:
@@ -949,18 +988,6 @@ def _dist_version(name: str) -> str:
         return ""
 
 
-def _commit() -> str:
-    bundle = os.environ.get("AOTIRT_BUNDLE")
-    if bundle and os.path.isfile(os.path.join(bundle, "COMMIT")):
-        with open(os.path.join(bundle, "COMMIT")) as f:
-            return f.read().strip()
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10,
-                              cwd=HERE).stdout.strip()
-    except Exception:  # noqa: BLE001
-        return ""
-
-
 def detect_gpu() -> dict:
     """{gpu, count} of the CUDA devices torch sees; RuntimeError with the reason where there is none."""
     import torch
@@ -972,8 +999,50 @@ def detect_gpu() -> dict:
     return {"gpu": torch.cuda.get_device_name(0), "count": torch.cuda.device_count(), "cuda": torch.version.cuda}
 
 
+def merge(files: tuple) -> dict:
+    """One result from several zoo.json files: rows in registry order (later files win per key), summary anew."""
+    results = []
+    for path in files:
+        with open(path) as f:
+            results.append(json.load(f))
+    if not results:
+        raise ValueError("nothing to merge")
+    recs: dict = {}
+    for res in results:
+        for r in res.get("records", []):
+            recs[r["key"]] = r
+    order = {e.name: i for i, e in enumerate(REGISTRY)}
+    records = sorted(recs.values(), key=lambda r: (order.get(r["name"], len(order)), r["name"], r["dtype"]))
+    out = dict(results[-1])
+    out.update(records=records, summary=summarize(records), merged_from=[os.path.abspath(p) for p in files],
+               export_only=all(r.get("export_only") for r in results),
+               elapsed_s={"total": round(sum((r.get("elapsed_s") or {}).get("total", 0) for r in results), 1)})
+    return out
+
+
+def write_result(result: dict, out: str) -> dict:
+    paths = out_paths(out)
+    os.makedirs(os.path.dirname(os.path.abspath(paths["json"])), exist_ok=True)
+    with open(paths["json"], "w") as f:
+        json.dump(result, f, indent=1)
+    md = markdown(result)
+    with open(paths["md"], "w") as f:
+        f.write(md)
+    print(md)
+    return paths
+
+
 def run(a) -> int:
     t_start = time.perf_counter()
+    if a.merge:
+        try:
+            result = merge(a.merge)
+        except (OSError, ValueError, KeyError) as e:
+            print(f"zoo: --merge: {e}", file=sys.stderr)
+            return 2
+        paths = write_result(result, a.out)
+        say(f"merged {len(a.merge)} file(s) into {paths['json']} and {paths['md']}")
+        return 0
     try:
         entries = select(REGISTRY, a.models, a.quick)
     except ValueError as e:
@@ -1002,6 +1071,10 @@ def run(a) -> int:
     say(f"{len(keys)} rows ({a.dtype}) on {machine['gpu']}; {a.workers} lowering workers, {a.timeout_s:.0f} s per "
         f"model; packages in {work}")
     stop_at = time.monotonic() + a.budget_s - 20 if a.budget_s else None  # 20 s to write the results
+    if threading.current_thread() is threading.main_thread():
+        import signal
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, _on_signal)
     me = [sys.executable, os.path.abspath(__file__)]
     common = ["--work", work, "--replays", str(a.replays)] + (["--export-only"] if a.export_only else [])
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))  # the children import as we do
@@ -1039,7 +1112,7 @@ def run(a) -> int:
         recs = [records[k] for k in keys]
         for r in recs:
             r.pop("package", None)
-        result = {"benchmark": "zoo", "commit": _commit(), "machine": machine, "torch": _dist_version("torch"),
+        result = {"benchmark": "zoo", "commit": provenance.commit(), "machine": machine, "torch": _dist_version("torch"),
                   "torchvision": _dist_version("torchvision"), "timm": _dist_version("timm"),
                   "transformers": _dist_version("transformers"), "python": sys.version.split()[0],
                   "command": [sys.executable, *sys.argv], "dtype": a.dtype, "export_only": a.export_only,
@@ -1050,14 +1123,7 @@ def run(a) -> int:
     finally:
         if not a.work:
             shutil.rmtree(work, ignore_errors=True)
-    paths = out_paths(a.out)
-    os.makedirs(os.path.dirname(os.path.abspath(paths["json"])), exist_ok=True)
-    with open(paths["json"], "w") as f:
-        json.dump(result, f, indent=1)
-    md = markdown(result)
-    with open(paths["md"], "w") as f:
-        f.write(md)
-    print(md)
+    paths = write_result(result, a.out)
     c = result["summary"]["counts"]
     say(f"wrote {paths['json']} and {paths['md']} in {result['elapsed_s']['total']:.0f} s: " +
         ", ".join(f"{k} {v}" for k, v in c.items()))

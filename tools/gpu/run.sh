@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (through the device tool), from the repo root with gpu_bundle/ carried:
-#   bash tools/gpu/run.sh [tests|verify|cc|memcheck|racecheck|tsan|serving|py|bench|models|main|all|pack]...
+#   bash tools/gpu/run.sh [tests|verify|cc|memcheck|racecheck|tsan|serving|py|bench|models|zoo|main|all|pack]...
 # Writes logs and JSON under $OUT (default ./out) and a summary line per suite. No Bazel there.
 #   tests = cc memcheck py;  all = tests main bench;  verify = py beside cc+memcheck;  racecheck and tsan (the
 #   bundle's tsan/ binaries: BUNDLE_TSAN=1 bash tools/gpu/bundle.sh) run when named (minutes under the sanitizers)
@@ -17,6 +17,9 @@
 #                                default "libcuda.so.1 libcublasLt.so.13": both uninstrumented, every report seen
 #                                on the H200 had one of them on top; nothing of ours is suppressed)
 #   AOTIRT_BUNDLE_DIR            the bundle (default ./gpu_bundle); PYTEST_ARGS, PYTEST_PATHS, MODELS_ARGS, BENCHES...
+#   ZOO_ARGS, ZOO_BUDGET_S, ZOO_TIMEOUT   the zoo suite (benchmarks/zoo.py): its flags (e.g. "--quick", "--models
+#                                hf_,pat_", "--dtype both"), its own time budget (default 540 s: it writes its JSON
+#                                and table before the device's 10-minute limit) and the hard timeout (default 590 s)
 set -uo pipefail
 
 # ------------------------------------------------------------------------------------------- result accounting
@@ -240,6 +243,17 @@ run_models() {
   record_step models "$rc"
 }
 
+run_zoo() {
+  # benchmarks/zoo.py (issue 14): ~60 models through export, aotirt.compile (max_autotune OFF), load + run and CUDA
+  # graph timing; writes $OUT/zoo.json and $OUT/zoo.md. Its --budget-s records what did not finish and still writes.
+  timeout "${ZOO_TIMEOUT:-590}" $PY benchmarks/zoo.py --out "$OUT/zoo.json" --budget-s "${ZOO_BUDGET_S:-540}" \
+    ${ZOO_ARGS:-} 2>&1 | tee "$OUT/zoo.log" | grep -vE "^\|" | tail -60
+  local rc=${PIPESTATUS[0]}
+  echo "zoo: rc $rc ($(grep -cE '^\| [a-z0-9_]+ \| (torchvision|timm|transformers|pattern) \|' "$OUT/zoo.md" 2>/dev/null || echo 0) table rows in zoo.md)" \
+    | tee -a "$summary"
+  record_step zoo "$rc"
+}
+
 run_main() {
   $PY -m aotirt.demo_main --out "$OUT/main.json" 2>&1 | tail -20 | tee "$OUT/main.log"
   local rc=${PIPESTATUS[0]}
@@ -328,6 +342,7 @@ main() {
         sed 's/^/  /' "$OUT/cc/summary.txt" >> "$summary"
         ((rc == 0)) || { SUITE_FAILURES+=("verify:cc+memcheck"); echo "verify cc+memcheck: FAILED (see verify_cc.txt)" | tee -a "$summary"; } ;;
       models) run_models ;;
+      zoo) run_zoo ;;
       pack) PACK=1 ;;
       tests|all)
         run_cc_tests; run_memcheck; run_py_tests ;;&
@@ -340,7 +355,7 @@ main() {
       main|all) run_main ;;&
       bench|all) run_bench ;;
       tests|all|main) ;;
-      *) echo "unknown suite '$s' (tests|verify|cc|memcheck|racecheck|tsan|serving|py|bench|models|main|all|pack)" | tee -a "$summary"
+      *) echo "unknown suite '$s' (tests|verify|cc|memcheck|racecheck|tsan|serving|py|bench|models|zoo|main|all|pack)" | tee -a "$summary"
          SUITE_FAILURES+=("$s") ;;
     esac
   done
