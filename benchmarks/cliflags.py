@@ -106,3 +106,37 @@ def _choice(name: str, values: tuple) -> Callable[[str], str]:
             raise ValueError(f"invalid choice: {text!r} (choose from {', '.join(map(repr, values))})")
         return text
     return parse
+
+
+# ---------------------------------------------------------------------------- value parsers for Flags.define
+def csv(text: str) -> tuple:
+    """"a, b,,a" -> ("a", "b"): the non-empty items, first occurrence order."""
+    return tuple(dict.fromkeys(t.strip() for t in text.split(",") if t.strip()))
+
+
+def _number(text: str, kind: type, what: str):
+    try:
+        return kind(text)
+    except ValueError:
+        raise ValueError(f"{text!r} is not {what}") from None
+
+
+def positive_int(text: str) -> int:
+    v = _number(text, int, "an integer")
+    if v < 1:
+        raise ValueError(f"must be >= 1, got {v}")
+    return v
+
+
+def positive_float(text: str) -> float:
+    v = _number(text, float, "a number")
+    if not v > 0:
+        raise ValueError(f"must be > 0, got {v}")
+    return v
+
+
+def nonnegative_float(text: str) -> float:
+    v = _number(text, float, "a number")
+    if v < 0:
+        raise ValueError(f"must be >= 0, got {v}")
+    return v

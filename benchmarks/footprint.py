@@ -40,7 +40,7 @@ import zipfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:
     sys.path.insert(0, HERE)  # cliflags.py beside this file (also when loaded by path, as the CPU test does)
-from cliflags import Flags  # noqa: E402  (absl flags, as the aotirt CLI)
+from cliflags import Flags, positive_int  # noqa: E402  (absl flags, as the aotirt CLI)
 import provenance  # noqa: E402  (beside this file)
 KiB, MiB = 1 << 10, 1 << 20
 WARMUP = 3
@@ -307,22 +307,12 @@ def _skip_list(text: str) -> tuple:
     return tuple(dict.fromkeys(items))
 
 
-def _positive(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise ValueError(f"{text!r} is not an integer") from None
-    if v < 1:
-        raise ValueError(f"must be >= 1, got {v}")
-    return v
-
-
 def parse_args(argv: list | None = None) -> argparse.Namespace:
     """absl flags (benchmarks/cliflags.py), parsed anew each call: same names and defaults as before."""
     f = Flags("benchmarks/footprint.py", __doc__.split("\n\n")[0])
     f.string("out", os.path.join(HERE, "results", "footprint.json"),
              "footprint.json path, or a directory for footprint.json/.md")
-    f.define("iters", 20, f"timed runs per row after {WARMUP} warm-up runs", _positive, "integer")
+    f.define("iters", 20, f"timed runs per row after {WARMUP} warm-up runs", positive_int, "integer")
     f.string("aotirt-run", os.environ.get("AOTIRT_RUN", ""), "the aotirt_run binary (default: $AOTIRT_RUN)")
     f.string("package", "", "reuse this compiled package instead of compiling one")
     f.define("skip", (), f"comma-separated rows not to measure: {','.join(MEASURED)}", _skip_list, "list")

@@ -42,7 +42,7 @@ from typing import Any, Callable
 HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:
     sys.path.insert(0, HERE)  # cliflags.py beside this file (also when loaded by path, as the CPU test does)
-from cliflags import Flags  # noqa: E402  (absl flags, as the aotirt CLI)
+from cliflags import Flags, csv, nonnegative_float, positive_float, positive_int  # noqa: E402  (absl flags)
 import provenance  # noqa: E402  (the commit a result came from, as every benchmark)
 
 DTYPES = ("fp32", "bf16", "both")
@@ -439,57 +439,23 @@ def list_text(entries: list) -> str:
 
 # ============================================================================================ flags
 
-def _csv(text: str) -> tuple:
-    return tuple(dict.fromkeys(t.strip() for t in text.split(",") if t.strip()))
-
-
-def _positive(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise ValueError(f"{text!r} is not an integer") from None
-    if v < 1:
-        raise ValueError(f"must be >= 1, got {v}")
-    return v
-
-
-def _positive_float(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise ValueError(f"{text!r} is not a number") from None
-    if not v > 0:
-        raise ValueError(f"must be > 0, got {v}")
-    return v
-
-
-def _nonnegative_float(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise ValueError(f"{text!r} is not a number") from None
-    if v < 0:
-        raise ValueError(f"must be >= 0, got {v}")
-    return v
-
-
 def parse_args(argv: list | None = None):
     f = Flags("benchmarks/zoo.py", __doc__.split("\n\n")[0])
     f.string("out", os.path.join(HERE, "results", "zoo.json"), "zoo.json path, or a directory for zoo.json/.md")
     f.define("models", (), "comma-separated model names, name prefixes (hf_, pat_, timm_) or sources "
-             "(torchvision, timm, transformers, pattern); default all", _csv, "list")
+             "(torchvision, timm, transformers, pattern); default all", csv, "list")
     f.boolean("list", False, "print the zoo (name, source, inputs) and exit")
-    f.define("workers", 4, "child processes for the build/export/lower stages", _positive, "integer")
-    f.define("timeout-s", 240.0, "per-model limit of each child process's stages (s)", _positive_float, "float")
+    f.define("workers", 4, "child processes for the build/export/lower stages", positive_int, "integer")
+    f.define("timeout-s", 240.0, "per-model limit of each child process's stages (s)", positive_float, "float")
     f.boolean("quick", False, f"only the {len(QUICK)}-model subset {','.join(QUICK)} (of those --models selects)")
     f.enum("dtype", "fp32", DTYPES, "fp32 (default), bf16 (the bf16 subset) or both")
-    f.define("replays", 30, "CUDA graph replays timed per model (median)", _positive, "integer")
+    f.define("replays", 30, "CUDA graph replays timed per model (median)", positive_int, "integer")
     f.define("budget-s", 0.0, "end the whole zoo after this many seconds, recording what did not finish (0: no "
-             "limit); the JSON and table are written either way", _nonnegative_float, "float")
+             "limit); the JSON and table are written either way", nonnegative_float, "float")
     f.boolean("export-only", False, "build + torch.export only, on the CPU (no GPU needed; no lower/run/time)")
     f.define("merge", (), "comma-separated zoo.json files to merge into --out (later files win per row; nothing is "
              "run): for a zoo split over several GPU calls (--models torchvision,timm / transformers,pattern)",
-             _csv, "list")
+             csv, "list")
     f.string("work", "", "folder for the packages (default: a temporary one, removed at the end)")
     f.enum("child", None, ("lower", "run"), "(internal) child role")
     f.string("keys", "", "(internal) the child's rows (name or name@bf16, comma-separated)")
@@ -857,7 +823,7 @@ def child_main(a) -> int:
     if a.child == "run":
         with open(os.path.join(work, "lowered.json")) as f:
             prior = json.load(f)
-    for key in _csv(a.keys):
+    for key in csv(a.keys):
         name, dtype = parse_key(key)
         _emit("start", key)
         try:

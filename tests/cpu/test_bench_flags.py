@@ -78,3 +78,16 @@ def test_custom_parser_errors_and_tuple_defaults(capsys):
         with pytest.raises(SystemExit) as e:
             f.parse(argv)
         assert e.value.code == 2 and why in capsys.readouterr().err, argv
+
+
+def test_value_parsers_shared_by_the_benchmarks():
+    import cliflags
+    assert cliflags.csv(" a, b,,a ") == ("a", "b")
+    assert cliflags.positive_int("3") == 3
+    assert cliflags.positive_float("0.5") == 0.5
+    assert cliflags.nonnegative_float("0") == 0.0
+    for parse, bad, msg in [(cliflags.positive_int, "0", "must be >= 1"), (cliflags.positive_int, "x", "not an integer"),
+                            (cliflags.positive_float, "0", "must be > 0"), (cliflags.nonnegative_float, "-1", ">= 0"),
+                            (cliflags.positive_float, "nan?", "not a number")]:
+        with pytest.raises(ValueError, match=msg):
+            parse(bad)

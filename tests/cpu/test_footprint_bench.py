@@ -13,27 +13,10 @@ import zipfile
 
 import pytest
 
-
-def _script_path():
-    """benchmarks/footprint.py in the checkout: under Bazel, beside where README.md's runfile link points (the root
-    package exports no benchmark scripts; the target is tagged "external", so an edit is always re-tested); run by
-    hand, two folders up from here."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    roots = [os.path.dirname(os.path.realpath(os.path.join(os.environ[v], "aotirt", "README.md")))
-             for v in ("TEST_SRCDIR", "RUNFILES_DIR")
-             if os.environ.get(v) and os.path.exists(os.path.join(os.environ[v], "aotirt", "README.md"))]
-    cands = [os.path.join(r, "benchmarks", "footprint.py") for r in roots]
-    cands.append(os.path.join(here, "..", "..", "benchmarks", "footprint.py"))
-    for c in cands:
-        if os.path.isfile(c):
-            return os.path.realpath(c)
-    raise FileNotFoundError(f"benchmarks/footprint.py not found in {cands}")
+import bench_script
 
 
-SCRIPT = _script_path()
-_spec = importlib.util.spec_from_file_location("footprint", SCRIPT)
-fp = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(fp)
+SCRIPT, fp = bench_script.load("footprint")
 
 
 def _env(**extra):

@@ -14,27 +14,10 @@ import time
 
 import pytest
 
-
-def _script_path():
-    """benchmarks/zoo.py in the checkout: under Bazel, beside where README.md's runfile link points (the root package
-    exports no benchmark scripts; the target is tagged "external", so an edit is always re-tested); by hand, two
-    folders up from here."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    roots = [os.path.dirname(os.path.realpath(os.path.join(os.environ[v], "aotirt", "README.md")))
-             for v in ("TEST_SRCDIR", "RUNFILES_DIR")
-             if os.environ.get(v) and os.path.exists(os.path.join(os.environ[v], "aotirt", "README.md"))]
-    cands = [os.path.join(r, "benchmarks", "zoo.py") for r in roots]
-    cands.append(os.path.join(here, "..", "..", "benchmarks", "zoo.py"))
-    for c in cands:
-        if os.path.isfile(c):
-            return os.path.realpath(c)
-    raise FileNotFoundError(f"benchmarks/zoo.py not found in {cands}")
+import bench_script
 
 
-SCRIPT = _script_path()
-_spec = importlib.util.spec_from_file_location("zoo", SCRIPT)
-zoo = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(zoo)
+SCRIPT, zoo = bench_script.load("zoo")
 
 
 def _env(**extra):
@@ -514,7 +497,7 @@ def test_run_stage_bookkeeping_on_the_cpu_with_a_fake_runtime(tmp_path):
 def test_run_sh_zoo_suite_calls_the_harness_with_out_and_budget(tmp_path):
     """tools/gpu/run.sh zoo (beside benchmarks/ in the checkout) with a fake python: the command line and the step."""
     import shutil
-    src = os.path.join(os.path.dirname(os.path.dirname(SCRIPT)), "tools", "gpu", "run.sh")
+    src = os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(SCRIPT))), "tools", "gpu", "run.sh")
     root = tmp_path / "checkout"
     (root / "tools" / "gpu").mkdir(parents=True)
     (root / "benchmarks").mkdir()
