@@ -105,11 +105,32 @@ int main(int argc, char** argv) {
       }
       return argv[++i];
     };
-    if (a == "--cycles") cycles = std::atoi(next("--cycles").c_str());
-    else if (a == "--threads") threads = std::atoi(next("--threads").c_str());
-    else if (a == "--seed") seed = std::atoi(next("--seed").c_str());
-    else if (a == "--rtol") rtol = std::atof(next("--rtol").c_str());
-    else if (a == "--atol") atol = std::atof(next("--atol").c_str());
+    // Numbers are checked whole: "--cycles 2x" or "--threads 0" is a usage error, not 2 or 0.
+    auto positive = [&](const char* flag) {
+      const std::string v = next(flag);
+      char* end = nullptr;
+      const long n = std::strtol(v.c_str(), &end, 10);
+      if (v.empty() || *end != '\0' || n < 1 || n > 1000000) {
+        std::fprintf(stderr, "runtime_churn: %s needs a positive integer, got '%s'\n", flag, v.c_str());
+        std::exit(2);
+      }
+      return static_cast<int>(n);
+    };
+    auto nonnegative = [&](const char* flag) {
+      const std::string v = next(flag);
+      char* end = nullptr;
+      const double x = std::strtod(v.c_str(), &end);
+      if (v.empty() || *end != '\0' || !(x >= 0)) {
+        std::fprintf(stderr, "runtime_churn: %s needs a non-negative number, got '%s'\n", flag, v.c_str());
+        std::exit(2);
+      }
+      return x;
+    };
+    if (a == "--cycles") cycles = positive("--cycles");
+    else if (a == "--threads") threads = positive("--threads");
+    else if (a == "--seed") seed = positive("--seed");
+    else if (a == "--rtol") rtol = nonnegative("--rtol");
+    else if (a == "--atol") atol = nonnegative("--atol");
     else {
       const size_t p1 = a.find(':'), p2 = a.find(':', p1 == std::string::npos ? 0 : p1 + 1);
       if (p1 == std::string::npos || p2 == std::string::npos) {
