@@ -173,6 +173,24 @@ def test_count_tests_counts_and_refuses_nothing(tmp_path):
     assert r.returncode != 0 and r.stdout.splitlines()[-1] == "2 passed, 1 failed, 1 skipped", r.stdout
 
 
+
+def test_count_tests_counts_only_the_listed_targets(tmp_path):
+    """A renamed or deleted target's test.xml stays in a reused output base: with the label list (test.sh passes
+    `bazel query 'tests(//...)'`) only current targets count, shards included."""
+    logs = tmp_path / "testlogs"
+    for rel in ["pkg/now/test.xml", "pkg/sharded/shard_1_of_2/test.xml", "pkg/sharded/shard_2_of_2/test.xml",
+                "pkg/old_name/test.xml"]:
+        (logs / rel).parent.mkdir(parents=True, exist_ok=True)
+        (logs / rel).write_text('<testsuites><testsuite tests="1"><testcase name="a"/></testsuite></testsuites>')
+    labels = tmp_path / "labels.txt"
+    labels.write_text("//pkg:now\n//pkg:sharded\n")
+    r = subprocess.run([sys.executable, src("tools/count_tests.py"), str(logs), "0", str(labels)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout.splitlines()[-1] == "3 passed, 0 failed, 0 skipped", r.stdout
+    r = subprocess.run([sys.executable, src("tools/count_tests.py"), str(logs), "0"], capture_output=True, text=True)
+    assert r.stdout.splitlines()[-1] == "4 passed, 0 failed, 0 skipped", r.stdout  # without the list: everything
+
+
 # ------------------------------------------------------------------------------------------------- tools/gpu/run.sh
 
 def gtest_binary(path, ran, passed, skipped=0, rc=0, log_args=None, repeat_aware=False):
