@@ -17,15 +17,16 @@ inline bool EnvFlag(const char* name, bool unset) {
   return true;
 }
 
-// A switch that defaults to the environment variable `name` (on when unset) until Set(0/1); Set(-1) goes back.
+// A switch that defaults to the environment variable `name` (`default_on` when unset) until Set(0/1); Set(-1) goes
+// back.
 class EnvSwitch {
  public:
-  explicit EnvSwitch(const char* name) : name_(name) {}
+  explicit EnvSwitch(const char* name, bool default_on = true) : name_(name), default_on_(default_on) {}
   bool On() {
     int v = v_.load(std::memory_order_relaxed);
     if (v < 0) {
       int expected = -1;
-      v_.compare_exchange_strong(expected, EnvFlag(name_, true) ? 1 : 0, std::memory_order_relaxed);
+      v_.compare_exchange_strong(expected, EnvFlag(name_, default_on_) ? 1 : 0, std::memory_order_relaxed);
       v = v_.load(std::memory_order_relaxed);
     }
     return v != 0;
@@ -34,6 +35,7 @@ class EnvSwitch {
 
  private:
   const char* name_;
+  bool default_on_;
   std::atomic<int> v_{-1};
 };
 

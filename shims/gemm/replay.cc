@@ -7,7 +7,10 @@ namespace aotirt {
 namespace gemm {
 namespace {
 
-EnvSwitch g_replay("AOTIRT_GEMM_GRAPHS");
+// Off unless asked for: a capture in progress on any stream makes other threads' device-wide synchronizations
+// (cudaDeviceSynchronize, torch.cuda.synchronize, cudaFree's implicit one) fail with
+// cudaErrorStreamCaptureUnsupported and invalidates the capture (H200, 8 threads: see replay.h).
+EnvSwitch g_replay("AOTIRT_GEMM_GRAPHS", /*default_on=*/false);
 
 }  // namespace
 

@@ -4,7 +4,14 @@
 // a one-call CUDA graph and replayed from then on with cudaGraphLaunch: same kernels, same parameters, a fraction of
 // the host cost. Models rerun with the same buffers (the runtime's stream-ordered allocator hands out the same
 // addresses run after run), so every GEMM call site becomes a replay after its second run.
-// AOTIRT_GEMM_GRAPHS=0 turns it off.
+// Off by default; AOTIRT_GEMM_GRAPHS=1 (or SetGraphReplay(1)) turns it on. Why off: a capture is visible to the whole
+// process. While one thread captures (thread-local mode, a few microseconds per new argument set), another thread's
+// cudaDeviceSynchronize -- torch.cuda.synchronize(), CuPy's Device.synchronize(), the implicit one in cudaFree --
+// fails with cudaErrorStreamCaptureUnsupported and invalidates the capture; on the H200 it once crashed in libcuda
+// (test_gemm_shims_gpu's ExitedThreadsHandTheirStateToTheNext, 8 threads, commit e5c7643). A library cannot know
+// what the caller's other threads do, so it captures only when the caller says no other thread synchronizes the
+// device (one serving thread, or one per process). Whole-model CUDA graphs (graphs.py, aotirt_run --graph) are
+// the caller's own capture and the faster way anyway.
 #ifndef AOTIRT_GEMM_REPLAY_H_
 #define AOTIRT_GEMM_REPLAY_H_
 
@@ -18,7 +25,7 @@
 namespace aotirt {
 namespace gemm {
 
-// True unless AOTIRT_GEMM_GRAPHS is 0/off/false (read once), or SetGraphReplay(0) was called.
+// True when AOTIRT_GEMM_GRAPHS is set and not 0/off/false (read once), or SetGraphReplay(1) was called.
 bool GraphReplayEnabled();
 void SetGraphReplay(int mode);  // 1 on, 0 off, -1 back to the environment's choice
 

@@ -3,11 +3,13 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <limits>
+#include <thread>
 #include <vector>
 
 #include "shims/common/env.h"
-#include "shims/gemm/replay.h"
 #include "shims/gemm/stats.h"
 
 namespace aotirt {
@@ -16,13 +18,27 @@ namespace {
 
 EnvSwitch g_tuning("AOTIRT_GEMM_TUNE");
 
-// GPU time per captured graph of one candidate (the repetitions are sized from the heuristic's first).
-constexpr float kTargetUsPerGraph = 200.0f;
+// GPU time per timed batch of one candidate (the repetitions are sized from the heuristic's first).
+constexpr float kTargetUsPerBatch = 200.0f;
 constexpr int kMinReps = 3, kMaxReps = 50, kRounds = 3;
 
-// Candidates are timed as CUDA graphs of `reps` back-to-back calls on a private stream: launched one by one, a few-us
-// GEMM is bound by cublasLtMatmul's own host cost (several us per call), which would make every candidate look the
-// same; a graph replays them at GPU speed, as Inductor-generated code under CUDA graphs (or a deep queue) runs them.
+// Holds a stream's queue until opened, so the calls enqueued behind it run back to back at GPU speed. Launched one
+// by one, a few-us GEMM is bound by cublasLtMatmul's own host cost (several us per call), which would make every
+// candidate look the same; held behind the gate they run as Inductor-generated code under CUDA graphs (or a deep
+// queue) runs them. The wait is bounded, so nothing can deadlock on it (a longer enqueue only times less exactly).
+// This replaced timing CUDA graphs of the calls: a capture in progress makes every other thread's device-wide
+// synchronization fail (cudaErrorStreamCaptureUnsupported) and is invalidated by it (see replay.h).
+struct Gate {
+  std::atomic<bool> open{false};
+  static void CUDART_CB Wait(void* p) {
+    auto* g = static_cast<Gate*>(p);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
+    while (!g->open.load(std::memory_order_acquire) && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::yield();
+  }
+};
+
+// Candidates are timed on a private stream with events around a gated batch of `reps` calls.
 class Timer {
  public:
   Timer() {
@@ -49,23 +65,25 @@ class Timer {
     return false;
   }
 
-  // A graph of `reps` calls of `launch` on the private stream, or null when a call fails or capture is refused.
+  // Microseconds of `reps` back-to-back calls of `launch` (a bool(cudaStream_t)), or a negative value when a call or
+  // a CUDA call fails.
   template <typename F>
-  cudaGraphExec_t Capture(int reps, F&& launch) {
-    return CaptureGraph(stream_, [&](cudaStream_t s) {
-      for (int r = 0; r < reps; ++r)
-        if (!launch(s)) return false;
-      return true;
-    });
-  }
-
-  // Microseconds of one replay of `exec`, or a negative value on a CUDA error.
-  float Time(cudaGraphExec_t exec) {
-    if (cudaEventRecord(start_, stream_) != cudaSuccess || cudaGraphLaunch(exec, stream_) != cudaSuccess ||
-        cudaEventRecord(stop_, stream_) != cudaSuccess || cudaEventSynchronize(stop_) != cudaSuccess)
+  float Time(int reps, F&& launch) {
+    auto* gate = new Gate();
+    if (cudaLaunchHostFunc(stream_, &Gate::Wait, gate) != cudaSuccess) {
+      delete gate;
       return Fail();
+    }
+    bool ok = cudaEventRecord(start_, stream_) == cudaSuccess;
+    for (int r = 0; ok && r < reps; ++r) ok = launch(stream_);
+    ok = ok && cudaEventRecord(stop_, stream_) == cudaSuccess;
+    gate->open.store(true, std::memory_order_release);
+    // Once the stream is synchronized the gate's host function has returned; if not (a broken context), it may
+    // still run, so the gate is left allocated.
+    if (cudaStreamSynchronize(stream_) != cudaSuccess) return Fail();
+    delete gate;
     float ms = 0.0f;
-    if (cudaEventElapsedTime(&ms, start_, stop_) != cudaSuccess) return Fail();
+    if (!ok || cudaEventElapsedTime(&ms, start_, stop_) != cudaSuccess) return Fail();
     return ms * 1000.0f;
   }
 
@@ -77,13 +95,6 @@ class Timer {
   cudaStream_t stream_ = nullptr;
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
   bool ok_ = false;
-};
-
-struct GraphExec {
-  cudaGraphExec_t exec = nullptr;
-  ~GraphExec() {
-    if (exec != nullptr) (void)cudaGraphExecDestroy(exec);
-  }
 };
 
 }  // namespace
@@ -120,38 +131,30 @@ int TuneEntry(PlanEntry& e, const TuneArgs& t) {
                                   s) == CUBLAS_STATUS_SUCCESS;
     };
   };
-  // Each candidate runs once eagerly before any capture: a kernel's first launch loads its module (CUDA lazy
-  // loading), which must not happen inside a capture while other threads capture and launch too.
+  // Each candidate runs once first: a kernel's first launch loads its module (CUDA lazy loading), which is not
+  // the kernel's time.
   std::vector<bool> usable(cands.size(), false);
   for (size_t i = 0; i < cands.size(); ++i) usable[i] = launcher(cands[i])(timer.stream());
   if (!timer.Sync() || !usable[0]) return 0;
-  // Size the repetitions from one graph of kMinReps calls of the heuristic's first (warmed up once).
+  // Size the repetitions from a batch of kMinReps calls of the heuristic's first (timed twice: the first warms up).
   int reps = kMinReps;
   {
-    GraphExec g;
-    g.exec = timer.Capture(kMinReps, launcher(cands[0]));
-    if (g.exec == nullptr) return 0;  // the heuristic's first does not capture here: leave it to the real call
-    if (timer.Time(g.exec) < 0.0f) return 0;
-    const float us = timer.Time(g.exec);
+    if (timer.Time(kMinReps, launcher(cands[0])) < 0.0f) return 0;
+    const float us = timer.Time(kMinReps, launcher(cands[0]));
     if (us < 0.0f) return 0;
-    reps = std::max(kMinReps, std::min(kMaxReps, static_cast<int>(kTargetUsPerGraph * kMinReps / std::max(us, 1.0f))));
+    reps = std::max(kMinReps, std::min(kMaxReps, static_cast<int>(kTargetUsPerBatch * kMinReps / std::max(us, 1.0f))));
   }
-  std::vector<GraphExec> graphs(cands.size());
-  for (size_t i = 0; i < cands.size(); ++i) {
-    if (!usable[i]) continue;
-    graphs[i].exec = timer.Capture(reps, launcher(cands[i]));
-    if (graphs[i].exec != nullptr && timer.Time(graphs[i].exec) < 0.0f) {  // warm-up (module loads)
-      (void)cudaGraphExecDestroy(graphs[i].exec);
-      graphs[i].exec = nullptr;
-    }
-  }
-  if (graphs[0].exec == nullptr) return 0;
   std::vector<float> best(cands.size(), std::numeric_limits<float>::infinity());
   for (int round = 0; round < kRounds; ++round) {  // interleaved: clock and thermal drift hit every candidate alike
     for (size_t i = 0; i < cands.size(); ++i) {
-      if (graphs[i].exec == nullptr) continue;
-      const float us = timer.Time(graphs[i].exec);
-      if (us >= 0.0f) best[i] = std::min(best[i], us / static_cast<float>(reps));
+      if (!usable[i]) continue;
+      const float us = timer.Time(reps, launcher(cands[i]));
+      if (us >= 0.0f) {
+        best[i] = std::min(best[i], us / static_cast<float>(reps));
+      } else {
+        usable[i] = false;  // a candidate that fails is dropped
+        if (i == 0) return 0;
+      }
     }
   }
   size_t pick = 0;

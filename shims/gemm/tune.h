@@ -2,8 +2,9 @@
 // heuristic's candidates on the caller's stream and keeps the fastest. The heuristic's first candidate is what
 // PyTorch runs; another one is kept only when it is clearly faster (kTuneMargin), so a problem where the heuristic is
 // right keeps torch's algorithm and its rounding. AOTIRT_GEMM_TUNE=0 turns tuning off (torch's algorithm always).
-// Caveat: tuning synchronizes the caller's stream, so a problem's first call must not happen while another thread
-// captures a CUDA graph in cudaStreamCaptureModeGlobal (the same rule as any synchronizing CUDA call; warm up first).
+// Tuning never captures a CUDA graph (a capture would make other threads' device synchronizations fail). It
+// synchronizes the caller's stream, so a problem's first call must not happen while another thread captures a CUDA
+// graph in cudaStreamCaptureModeGlobal (the same rule as any synchronizing CUDA call; warm up first).
 #ifndef AOTIRT_GEMM_TUNE_H_
 #define AOTIRT_GEMM_TUNE_H_
 
@@ -36,10 +37,10 @@ struct TuneArgs {
   void* stream = nullptr;     // the caller's stream (synchronized; the timing runs on a private one)
 };
 
-// Times e's candidates as CUDA graphs of back-to-back calls on a private stream (each warmed up, then three
+// Times e's candidates as gated batches of back-to-back calls on a private stream (each warmed up, then three
 // interleaved rounds, best of three) and sets e.algo / e.workspace to the fastest, if it beats the heuristic's first
 // by kTuneMargin. Synchronizes the caller's stream first (the operands it staged must be ready). Never throws: a
-// candidate that fails or cannot be captured is dropped; a CUDA error abandons tuning (the heuristic's first stays).
+// candidate that fails is dropped; a CUDA error abandons tuning (the heuristic's first stays).
 // Marks e tuned and frees the candidate list. Returns the chosen candidate's index.
 int TuneEntry(PlanEntry& e, const TuneArgs& args);
 

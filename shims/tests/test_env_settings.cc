@@ -26,6 +26,20 @@ TEST(EnvFlag, OffWordsAndOthers) {
   unsetenv("AOTIRT_TEST_FLAG");
 }
 
+TEST(EnvSwitch, AnOffByDefaultSwitchNeedsTheEnvironmentOrAnOverride) {
+  unsetenv("AOTIRT_TEST_SWITCH_OFF");
+  aotirt::EnvSwitch off("AOTIRT_TEST_SWITCH_OFF", /*default_on=*/false);
+  EXPECT_FALSE(off.On());
+  off.Set(1);
+  EXPECT_TRUE(off.On());
+  setenv("AOTIRT_TEST_SWITCH_OFF", "1", 1);
+  off.Set(-1);
+  EXPECT_TRUE(off.On());
+  unsetenv("AOTIRT_TEST_SWITCH_OFF");
+  aotirt::EnvSwitch on_default("AOTIRT_TEST_SWITCH_OFF");
+  EXPECT_TRUE(on_default.On());
+}
+
 TEST(EnvSwitch, ReadsTheEnvironmentOnceAndOverridesWin) {
   setenv("AOTIRT_TEST_SWITCH", "0", 1);
   aotirt::EnvSwitch s("AOTIRT_TEST_SWITCH");

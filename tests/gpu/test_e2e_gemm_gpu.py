@@ -57,8 +57,8 @@ def test_gemm_model_calls_shims_and_matches_eager(variant, dtype_name):
     runner = aotirt.load(path)
     static = make_inputs(dt)
     for i in range(6):
-        # Fresh tensors, then new data in the same buffers: repeated GEMM arguments are replayed from one-call graphs
-        # (shims/gemm/replay.h) from the second sight on, and must read the buffers' current data.
+        # Fresh tensors, then new data in the same buffers: repeated GEMM arguments hit the call memo (and, with
+        # AOTIRT_GEMM_GRAPHS=1, one-call graphs: shims/gemm/replay.h) and must read the buffers' current data.
         inputs = make_inputs(dt)
         if i >= 2:
             for s_, x in zip(static, inputs):

@@ -120,6 +120,7 @@ std::string Run(const Problem& p, const CublasLt& lt, cudaStream_t stream, int c
     int d;
     return cudaGetDevice(&d) == cudaSuccess;
   };
+  aotirt::gemm::SetGraphReplay(1);  // opt-in (off by default, see replay.h): measured with and without
   shim();
   cudaStreamSynchronize(stream);
   aotirt::gemm::ResetStats();
