@@ -3,10 +3,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <atomic>
-#include <chrono>
 #include <limits>
-#include <thread>
 #include <vector>
 
 #include "shims/common/env.h"
@@ -22,23 +19,12 @@ EnvSwitch g_tuning("AOTIRT_GEMM_TUNE");
 constexpr float kTargetUsPerBatch = 200.0f;
 constexpr int kMinReps = 3, kMaxReps = 50, kRounds = 3;
 
-// Holds a stream's queue until opened, so the calls enqueued behind it run back to back at GPU speed. Launched one
-// by one, a few-us GEMM is bound by cublasLtMatmul's own host cost (several us per call), which would make every
-// candidate look the same; held behind the gate they run as Inductor-generated code under CUDA graphs (or a deep
-// queue) runs them. The wait is bounded, so nothing can deadlock on it (a longer enqueue only times less exactly).
-// This replaced timing CUDA graphs of the calls: a capture in progress makes every other thread's device-wide
-// synchronization fail (cudaErrorStreamCaptureUnsupported) and is invalidated by it (see replay.h).
-struct Gate {
-  std::atomic<bool> open{false};
-  static void CUDART_CB Wait(void* p) {
-    auto* g = static_cast<Gate*>(p);
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
-    while (!g->open.load(std::memory_order_acquire) && std::chrono::steady_clock::now() < deadline)
-      std::this_thread::yield();
-  }
-};
-
-// Candidates are timed on a private stream with events around a gated batch of `reps` calls.
+// Candidates are timed eagerly: never as captured CUDA graphs, because a capture in progress makes every other
+// thread's device-wide synchronization fail (cudaErrorStreamCaptureUnsupported) and is invalidated by it (replay.h);
+// nor behind a host-function gate that holds the stream while a batch is enqueued (tried at 9b5e0e1: a pass of the
+// 16-thread stress test took 172 s instead of 6; the driver runs host functions on one thread, so the tuning
+// threads most likely waited behind each other's gates, each up to its 100 ms bound). A GEMM shorter than cublasLtMatmul's host cost (several us) then times the same for every
+// candidate and the margin keeps the heuristic's first (torch's choice); longer ones are timed at GPU speed.
 class Timer {
  public:
   Timer() {
@@ -69,19 +55,9 @@ class Timer {
   // a CUDA call fails.
   template <typename F>
   float Time(int reps, F&& launch) {
-    auto* gate = new Gate();
-    if (cudaLaunchHostFunc(stream_, &Gate::Wait, gate) != cudaSuccess) {
-      delete gate;
-      return Fail();
-    }
     bool ok = cudaEventRecord(start_, stream_) == cudaSuccess;
     for (int r = 0; ok && r < reps; ++r) ok = launch(stream_);
-    ok = ok && cudaEventRecord(stop_, stream_) == cudaSuccess;
-    gate->open.store(true, std::memory_order_release);
-    // Once the stream is synchronized the gate's host function has returned; if not (a broken context), it may
-    // still run, so the gate is left allocated.
-    if (cudaStreamSynchronize(stream_) != cudaSuccess) return Fail();
-    delete gate;
+    ok = ok && cudaEventRecord(stop_, stream_) == cudaSuccess && cudaEventSynchronize(stop_) == cudaSuccess;
     float ms = 0.0f;
     if (!ok || cudaEventElapsedTime(&ms, start_, stop_) != cudaSuccess) return Fail();
     return ms * 1000.0f;

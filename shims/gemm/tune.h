@@ -37,7 +37,7 @@ struct TuneArgs {
   void* stream = nullptr;     // the caller's stream (synchronized; the timing runs on a private one)
 };
 
-// Times e's candidates as gated batches of back-to-back calls on a private stream (each warmed up, then three
+// Times e's candidates as batches of back-to-back calls on a private stream (each warmed up, then three
 // interleaved rounds, best of three) and sets e.algo / e.workspace to the fastest, if it beats the heuristic's first
 // by kTuneMargin. Synchronizes the caller's stream first (the operands it staged must be ready). Never throws: a
 // candidate that fails is dropped; a CUDA error abandons tuning (the heuristic's first stays).

@@ -179,12 +179,14 @@ run_tsan() {
 # Issue 12's serving checks in one call (about 4 minutes on the H200): the 16-thread GEMM stress test with repeats
 # (SERVING_REPEAT, default 20), the 8-thread and thread-exit tests of test_gemm_shims_gpu 12 times, the thread tests
 # under TSan (when the bundle has tsan/) and under compute-sanitizer memcheck and racecheck (small counts), then the
-# package churn / no-torch tests (tests/gpu/test_serving_gpu.py).
+# package churn / no-torch tests (tests/gpu/test_serving_gpu.py). SERVING_SANITIZERS=0 leaves out TSan, memcheck and
+# racecheck.
 run_serving() {
   local GT_ARGS=("--gtest_repeat=${SERVING_REPEAT:-20}") GT_FILTERED=""
   run_gtest_binaries stress stress "${CC_TIMEOUT:-300}" -- "$B/bin/shims_gemm_test_gemm_threads_gpu"
   GT_ARGS=("--gtest_filter=*EightThreads*:*ExitedThreads*" "--gtest_repeat=12"); GT_FILTERED=1
   run_gtest_binaries threads threads "${CC_TIMEOUT:-300}" -- "$B/bin/shims_gemm_test_gemm_shims_gpu"
+  [[ "${SERVING_SANITIZERS:-1}" == 0 ]] && { PYTEST_PATHS=tests/gpu/test_serving_gpu.py run_py_tests; return; }
   if compgen -G "$B/tsan/*" > /dev/null; then
     AOTIRT_STRESS_CALLS="${AOTIRT_STRESS_CALLS:-150}" \
       TSAN_FILTER="GemmThreads.*:*EightThreads*:*ExitedThreads*:*CudaGraph*" CC_REPEAT="" run_tsan
