@@ -37,6 +37,19 @@ if [[ ! -f "$stamp" ]]; then
   "$VPY" -m pip install -q --no-deps -r "$ROOT/tools/requirements-cuda.txt"
   touch "$stamp"
 fi
+# CUDA wheels added after v1 venvs were made (cuDNN, cudnn-frontend): installed when a pinned one is missing.
+if ! "$VPY" - "$ROOT/tools/requirements-cuda.txt" <<'EOF' 2>/dev/null; then
+import importlib.metadata as m, sys
+for line in open(sys.argv[1]):
+    line = line.split("#")[0].strip()
+    if line:
+        name, _, want = line.partition("==")
+        if m.version(name) != want:
+            sys.exit(1)
+EOF
+  log "venv: installing the CUDA wheels of tools/requirements-cuda.txt"
+  "$VPY" -m pip install -q --no-deps -r "$ROOT/tools/requirements-cuda.txt"
+fi
 # ExecuTorch (added after v1 venvs were made): installed on its own when missing, with torch held at the venv's
 # version so pip can never replace it.
 ET_REQ="$(grep -E '^executorch==' "$ROOT/tools/requirements.txt")"

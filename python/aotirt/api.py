@@ -18,7 +18,8 @@ def compile(model_or_exported_program: Any, example_inputs: Sequence[Any], packa
     package_path: where to write the package (must end in .pt2); None writes it into a new temporary folder.
     options: aotirt.CompileOptions; inductor_configs: extra Inductor options (see specs.inductor_options).
     max_autotune_gemm_backends='AUTO' (in options or inductor_configs) lowers TRITON, ATEN,TRITON and ATEN, times
-    them on this GPU and keeps the fastest (aotirt.auto.compile_auto).
+    them on this GPU and keeps the fastest (aotirt.auto.compile_auto); every candidate keeps the options' other fields
+    (attention_backend included: AUTO does not compare attention backends).
     Returns the absolute path of the written .pt2. Raises SpecError, LoweringError (UnsupportedPlatformError,
     UnsupportedShimError, SmallGpuError) before the slow steps wherever the problem can be known then.
     """

@@ -253,7 +253,8 @@ def select(candidate_paths: Mapping[str, str | None], example_inputs: Sequence[A
 # ----------------------------------------------------------------------------------------------------- compile
 
 def _candidate_options(opts: Any, backends: str) -> Any:
-    # auto_timing belongs to AUTO, not to the candidates (each is a plain lowering).
+    # auto_timing belongs to AUTO, not to the candidates (each is a plain lowering). Every other field is kept:
+    # attention_backend (MATH / CUDNN) is the caller's choice for all candidates, AUTO compares GEMM backends only.
     reset = {"auto_timing": "graphs"} if any(f.name == "auto_timing" for f in dataclasses.fields(opts)) else {}
     return dataclasses.replace(opts, **{GEMM_FIELD: backends, **reset})
 

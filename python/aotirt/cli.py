@@ -2,7 +2,7 @@
 
 Commands:
   lower   --model=pkg.module:factory --package=out.pt2 [--max_autotune=ON|OFF] [--max_autotune_gemm_backends=TRITON]
-          [--float32_matmul_precision=highest|high] [--platform=linux|windows] [--target=cuda|rocm]
+          [--attention_backend=MATH|CUDNN] [--float32_matmul_precision=highest|high] [--platform=linux|windows] [--target=cuda|rocm]
           [--shim_library_path=DIR] [--inputs=in.safetensors] [--device 0]: imports the factory, calls it, and
           compiles what it returns (a model with example_inputs(), or a (model, example_inputs) pair; --inputs
           overrides the example inputs) into a .pt2. Needs torch with CUDA and a GPU; logs progress while Inductor
@@ -53,6 +53,10 @@ flags.DEFINE_string("model", None, "lower: pkg.module:factory returning a model 
 flags.DEFINE_string("max_autotune", "ON", "lower: ON or OFF (OFF: GEMMs go to cuBLAS shims, linux_cuda only).")
 flags.DEFINE_string("max_autotune_gemm_backends", specs.DEFAULT_GEMM_BACKENDS,
                     f"lower: one of {list(specs.VALID_GEMM_BACKEND_VALUES)} (case, spaces and order do not matter).")
+flags.DEFINE_string("attention_backend", specs.DEFAULT_ATTENTION_BACKEND,
+                    f"lower: how scaled_dot_product_attention is lowered, one of {list(specs.VALID_ATTENTION_BACKENDS)}"
+                    f" (MATH: decomposed into matmuls + softmax; CUDNN: fused SDPA kernels through the attention "
+                    f"shims, linux_cuda only; case does not matter).")
 flags.DEFINE_string("float32_matmul_precision", "highest", "lower: highest or high (TF32).")
 flags.DEFINE_string("platform", "linux", "lower: linux or windows.")
 flags.DEFINE_string("target", None, "lower: cuda or rocm (default: detected from the installed torch).")
@@ -90,7 +94,8 @@ def compile_options_from_flags() -> "specs.CompileOptions":
         max_autotune=specs.parse_on_off(FLAGS.max_autotune, "--max_autotune"),
         max_autotune_gemm_backends=FLAGS.max_autotune_gemm_backends,
         float32_matmul_precision=FLAGS.float32_matmul_precision, platform=FLAGS.platform, target=FLAGS.target,
-        shim_library_path=FLAGS.shim_library_path, auto_timing=FLAGS.auto_timing)
+        shim_library_path=FLAGS.shim_library_path, auto_timing=FLAGS.auto_timing,
+        attention_backend=FLAGS.attention_backend)
 
 
 def load_factory(spec: str):

@@ -5,6 +5,7 @@
     et = to_edge_transform_and_lower(torch.export.export(model, inputs), partitioner=[CudaPartitioner([
         CudaBackend.generate_method_name_compile_spec("forward"),
         CompileSpec("max_autotune_gemm_backends", b"ATEN,TRITON"),
+        CompileSpec("attention_backend", b"CUDNN"),      # or b"MATH" (the default); CUDNN: linux_cuda only
     ])]).to_executorch()
     open("model.pte", "wb").write(et.buffer); et.write_tensor_data_to_file(".")   # + aotirt_cuda_blob.ptd
     aotirt.executorch.extract_package("model.pte", "model.pt2")                     # -> aotirt.load("model.pt2")
@@ -162,8 +163,9 @@ def _lower_to_payload(edge_program: Any, opts: CompileOptions, device_index: int
                                        "aotirt_inputs": lowering.input_specs_json(torch, ep)}
         user_inputs = set(ep.graph_signature.user_inputs)
         inputs = tuple(n.meta["val"] for n in ep.graph.nodes if n.op == "placeholder" and n.name in user_inputs)
-        log.info("compiling method %s for %s with AOTInductor (max_autotune=%s, gemm backends %s) ...",
-                 opts.method_name, key, "ON" if opts.max_autotune else "OFF", opts.max_autotune_gemm_backends)
+        log.info("compiling method %s for %s with AOTInductor (max_autotune=%s, gemm backends %s, attention %s) ...",
+                 opts.method_name, key, "ON" if opts.max_autotune else "OFF", opts.max_autotune_gemm_backends,
+                 opts.attention_backend)
         files, called = lowering.inductor_build(
             key, f"AOTInductor compilation of method {opts.method_name}",
             lambda: torch._inductor.aot_compile(ep.module(), inputs, options=configs))

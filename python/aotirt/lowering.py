@@ -59,17 +59,53 @@ def _check_example_inputs(torch, example_inputs: Sequence[Any], device_index: in
                                 f"there or change device")
 
 
+# attention_backend -> the SDPBackend names torch.export may use for scaled_dot_product_attention. MATH decomposes
+# SDPA into matmuls + softmax; CUDNN leaves it to the fused kernels, which Inductor keeps as fallback calls to the
+# shims platforms.SDPA_SHIMS (torch picks cuDNN, flash or memory-efficient per GPU, dtype and shape; no MATH among
+# them, so SDPA is never decomposed silently: inputs none of them takes fail the lowering, see sdpa_failure_hint).
+SDPA_BACKENDS = {
+    "MATH": ("MATH",),
+    "CUDNN": ("CUDNN_ATTENTION", "FLASH_ATTENTION", "EFFICIENT_ATTENTION"),
+}
+
+
+def sdpa_backends(torch, opts: CompileOptions) -> list:
+    """The torch.nn.attention.SDPBackend members the lowering enables for opts.attention_backend."""
+    from torch.nn.attention import SDPBackend
+
+    try:
+        names = SDPA_BACKENDS[opts.attention_backend]
+    except KeyError:
+        raise SpecError(f"attention_backend={opts.attention_backend!r} is not valid; valid: "
+                        f"{list(SDPA_BACKENDS)}") from None
+    return [getattr(SDPBackend, n) for n in names]
+
+
+def sdpa_context(torch, opts: CompileOptions):
+    """sdpa_kernel(sdpa_backends(opts)): the SDPA backends export and compilation may use."""
+    from torch.nn.attention import sdpa_kernel
+
+    return sdpa_kernel(sdpa_backends(torch, opts))
+
+
+def sdpa_failure_hint(opts: CompileOptions, e: BaseException) -> str:
+    """What to change when SDPA found no kernel under attention_backend CUDNN (no MATH fallback there), else ''."""
+    if opts.attention_backend == "CUDNN" and "No available kernel" in str(e):
+        return (". With attention_backend='CUDNN' an SDPA call that none of the fused kernels (cuDNN, flash, "
+                "memory-efficient) takes for this GPU, dtype or shape has no kernel: use attention_backend='MATH'")
+    return ""
+
+
 @contextlib.contextmanager
 def lowering_context(torch, opts: CompileOptions, device_index: int | None):
-    """No grad, SDPA through its math decomposition (no SDPA shim exists), the chosen fp32 matmul precision."""
-    from torch.nn.attention import SDPBackend, sdpa_kernel
-
+    """No grad, SDPA as opts.attention_backend says (sdpa_context: MATH decomposes it, CUDNN keeps the fused SDPA
+    ops as shim calls), the chosen fp32 matmul precision."""
     previous = torch.get_float32_matmul_precision()
     torch.set_float32_matmul_precision(opts.float32_matmul_precision)
     try:
         with contextlib.ExitStack() as stack:
             stack.enter_context(torch.no_grad())
-            stack.enter_context(sdpa_kernel([SDPBackend.MATH]))
+            stack.enter_context(sdpa_context(torch, opts))
             if device_index is not None:
                 stack.enter_context(torch.cuda.device(device_index))
             yield
@@ -162,6 +198,9 @@ def compile_failure(e: BaseException, what: str) -> LoweringError:
                f"With max_autotune_gemm_backends='TRITON' this happens where Triton templates are off (GPUs with "
                f"fewer than 68 SMs, some dtypes): use max_autotune_gemm_backends='ATEN,TRITON' (linux_cuda only). "
                f"Inductor said: {type(e).__name__}: {e}")
+    elif "No available kernel" in msg:  # SDPA with no enabled backend: only without MATH, i.e. attention_backend CUDNN
+        msg += (". SDPA found no kernel among the enabled backends: with attention_backend='CUDNN' (cuDNN, flash, "
+                "memory-efficient only) use attention_backend='MATH'")
     return LoweringError(msg)
 
 
@@ -249,7 +288,7 @@ def compile(model_or_exported_program: Any, example_inputs: Sequence[Any], packa
                 ep = torch.export.export(model_or_exported_program, example_inputs, dynamic_shapes=dynamic_shapes)
             except Exception as e:  # torch raises many types here; keep the original as the cause
                 raise LoweringError(f"torch.export failed for {type(model_or_exported_program).__name__}: "
-                                    f"{type(e).__name__}: {e}") from e
+                                    f"{type(e).__name__}: {e}{sdpa_failure_hint(opts, e)}") from e
             log.info("exported in %.1f s (%d graph nodes)", time.perf_counter() - t0, len(ep.graph.nodes))
         else:
             raise LoweringError(f"aotirt.compile takes a torch.nn.Module or torch.export.ExportedProgram, got "
@@ -264,8 +303,9 @@ def compile(model_or_exported_program: Any, example_inputs: Sequence[Any], packa
             os.makedirs(os.path.dirname(final), exist_ok=True)
         workdir = tempfile.mkdtemp(prefix="aotirt_lower_", dir=os.path.dirname(final) if final else None)
         staged = os.path.join(workdir, os.path.basename(final) if final else "model.pt2")
-        log.info("compiling for %s with AOTInductor (max_autotune=%s, gemm backends %s); this can take minutes ...",
-                 key, "ON" if opts.max_autotune else "OFF", opts.max_autotune_gemm_backends)
+        log.info("compiling for %s with AOTInductor (max_autotune=%s, gemm backends %s, attention %s); this can take "
+                 "minutes ...", key, "ON" if opts.max_autotune else "OFF", opts.max_autotune_gemm_backends,
+                 opts.attention_backend)
         t0 = time.perf_counter()
         keep_workdir = False
         try:

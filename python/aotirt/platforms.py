@@ -98,6 +98,12 @@ def supported_shims(key: str, manifest: Manifest | None = None) -> frozenset:
 # names, not a platform fact. Which platform has them is the manifest's answer (gemm_shims_missing).
 ATEN_GEMM_SHIMS = ("aoti_torch_cuda_mm_out", "aoti_torch_cuda_addmm_out", "aoti_torch_cuda_bmm_out",
                    "aoti_torch_cuda_baddbmm_out", "aoti_torch_cuda__int_mm_out")
+# The C shims Inductor's SDPA fallbacks call when SDPA is not decomposed (attention_backend CUDNN: exported under the
+# cuDNN, flash and memory-efficient backends, any of which torch may pick per GPU, dtype and shape). Inductor's names;
+# which platform has them is the manifest's answer (attention_shims_missing).
+SDPA_SHIMS = ("aoti_torch_cuda__scaled_dot_product_cudnn_attention",
+              "aoti_torch_cuda__scaled_dot_product_flash_attention",
+              "aoti_torch_cuda__scaled_dot_product_efficient_attention")
 # How the messages name each platform's build (words only; what each build has comes from the manifest).
 PLATFORM_NAMES = {"linux_cuda": "Linux CUDA", "windows_cuda": "Windows", "rocm": "ROCm"}
 
@@ -107,30 +113,46 @@ def gemm_shims_missing(key: str, manifest: Manifest | None = None) -> list:
     return sorted(set(ATEN_GEMM_SHIMS) - supported_shims(key, manifest))
 
 
+def attention_shims_missing(key: str, manifest: Manifest | None = None) -> list:
+    """The SDPA shims (SDPA_SHIMS) that `key`'s shim library does not export, sorted ([] on linux_cuda). CUDNN needs
+    all of them: which fused kernel torch picks depends on the GPU, the dtype and the shapes."""
+    return sorted(set(SDPA_SHIMS) - supported_shims(key, manifest))
+
+
 def check_options(opts, target: str | None = None, manifest: Manifest | None = None) -> str:
     """Refuses option combinations a platform cannot run; returns the platform key. Lists every problem at once.
     ATEN in the GEMM backends (AUTO compares ATEN candidates) and max_autotune OFF make Inductor call the ATen GEMM
-    shims, so both are refused where the manifest gives the platform none of them."""
+    shims, so both are refused where the manifest gives the platform none of them; attention_backend CUDNN makes it
+    call the SDPA shims, so it is refused where the manifest lacks any of them."""
     target = target or opts.resolved_target()
     key = platform_key(opts.platform, target)
     backends = opts.max_autotune_gemm_backends.split(",")
     if backends == ["AUTO"]:  # AUTO compares packages that call the ATen GEMM shims: refused wherever ATEN is
         backends = ["ATEN", "TRITON"]
     missing = gemm_shims_missing(key, manifest)
-    problems = []
+    where = f"the {PLATFORM_NAMES[key]} build lacks"
+    gemm_problems = []
     if missing:
-        where = f"the {PLATFORM_NAMES[key]} build lacks"
         if "ATEN" in backends:
-            problems.append(f"max_autotune_gemm_backends={opts.max_autotune_gemm_backends!r} lets Inductor call "
-                            f"ATen/cuBLAS GEMM shims ({missing[0]}, ...), which {where}: use "
-                            f"max_autotune_gemm_backends='TRITON'")
+            gemm_problems.append(f"max_autotune_gemm_backends={opts.max_autotune_gemm_backends!r} lets Inductor "
+                                 f"call ATen/cuBLAS GEMM shims ({missing[0]}, ...), which {where}: use "
+                                 f"max_autotune_gemm_backends='TRITON'")
         if not opts.max_autotune:
-            problems.append(f"max_autotune=OFF makes Inductor call cuBLAS GEMM shims for every matmul, which {where}"
-                            f": use max_autotune=ON with max_autotune_gemm_backends='TRITON'")
+            gemm_problems.append(f"max_autotune=OFF makes Inductor call cuBLAS GEMM shims for every matmul, which "
+                                 f"{where}: use max_autotune=ON with max_autotune_gemm_backends='TRITON'")
+    problems = list(gemm_problems)
+    if gemm_problems:
+        problems[-1] += (f" (it has no cuBLAS GEMM shims: {', '.join(missing)} are not in its set in "
+                         f"shims/shim_manifest.tsv)")
+    attention = getattr(opts, "attention_backend", "MATH")
+    sdpa_missing = attention_shims_missing(key, manifest) if attention == "CUDNN" else []
+    if sdpa_missing:
+        problems.append(f"attention_backend={attention!r} makes Inductor call the fused SDPA shims "
+                        f"({sdpa_missing[0]}, ...), which {where}: use attention_backend='MATH', which decomposes "
+                        f"SDPA into matmuls + softmax ({', '.join(sdpa_missing)} are not in its set in "
+                        f"shims/shim_manifest.tsv)")
     if problems:
-        raise UnsupportedPlatformError(f"cannot lower for {key}: " + "; ".join(problems) +
-                                       f" (it has no cuBLAS GEMM shims: {', '.join(missing)} are not in its set in "
-                                       f"shims/shim_manifest.tsv)")
+        raise UnsupportedPlatformError(f"cannot lower for {key}: " + "; ".join(problems))
     return key
 
 
@@ -274,8 +296,10 @@ def check_shims(called: Iterable[str], key: str, manifest: Manifest | None = Non
     hint = []
     if elsewhere:
         others = sorted(set().union(*(m.platforms_of[n] for n in elsewhere)))
-        hint.append(f"{', '.join(elsewhere)} exist only for {', '.join(others)}: for {key} lower with "
-                    f"max_autotune=ON and max_autotune_gemm_backends='TRITON'")
+        fix = ("attention_backend='MATH'" if set(elsewhere) <= set(SDPA_SHIMS) else
+               "max_autotune=ON and max_autotune_gemm_backends='TRITON'" +
+               (" and attention_backend='MATH'" if set(elsewhere) & set(SDPA_SHIMS) else ""))
+        hint.append(f"{', '.join(elsewhere)} exist only for {', '.join(others)}: for {key} lower with {fix}")
     if nowhere:
         hint.append(f"{', '.join(nowhere)} exist on no aotirt platform: change the model so Inductor generates "
                     f"Triton for those ops (e.g. SDPA through its math decomposition, convolutions with "
@@ -287,15 +311,16 @@ def check_shims(called: Iterable[str], key: str, manifest: Manifest | None = Non
 
 # ---- the platform support table (doctor) ----------------------------------------------------------------------------
 def support_table(manifest: Manifest | None = None) -> str:
-    """A text table: per platform, its shim count, the GEMM backends and max_autotune values lowering accepts, and
-    the shims only some platforms have."""
+    """A text table: per platform, its shim count, the GEMM backends, max_autotune values and attention backends
+    lowering accepts, and the shims only some platforms have."""
     m = manifest or load_manifest()
-    rows = [("platform", "shims", "GEMM backends", "max_autotune OFF")]
+    rows = [("platform", "shims", "GEMM backends", "max_autotune OFF", "attention backends")]
     for key in PLATFORM_KEYS:
         aten = not gemm_shims_missing(key, m)
         rows.append((key, str(len(m.names(key))), "TRITON, ATEN,TRITON, ATEN" if aten else "TRITON",
-                     "yes" if aten else "no (refused)"))
-    width = [max(len(r[i]) for r in rows) for i in range(4)]
+                     "yes" if aten else "no (refused)",
+                     "MATH" if attention_shims_missing(key, m) else "MATH, CUDNN"))
+    width = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  " + "  ".join(c.ljust(width[i]) for i, c in enumerate(r)).rstrip() for r in rows]
     partial = sorted(n for n, p in m.platforms_of.items() if p != frozenset(PLATFORM_KEYS))
     for n in partial:

@@ -37,7 +37,7 @@ KDL_CPU, KDL_CUDA, KDL_CUDA_HOST, KDL_ROCM, KDL_CUDA_MANAGED = 1, 2, 3, 10, 13
 _GPU_DEVICE_TYPES = (KDL_CUDA, KDL_ROCM, KDL_CUDA_MANAGED)
 
 _native_module = None
-_cublaslt_dirs_added: list = []
+_vendor_dirs_added: list = []
 
 
 def _native():
@@ -62,15 +62,16 @@ def _native():
     return _native_module
 
 
-def nvidia_wheel_lib_dirs() -> list:
-    """Library folders of NVIDIA's pip wheels (nvidia/cu13/lib, nvidia/cublas/lib) that exist, in search order."""
+def nvidia_wheel_lib_dirs(subdirs=("cu13/lib", "cublas/lib")) -> list:
+    """Library folders of NVIDIA's pip wheels (by default nvidia/cu13/lib, nvidia/cublas/lib: cuBLASLt's) that
+    exist, in search order."""
     found = []
     try:
         spec = importlib.util.find_spec("nvidia")
     except (ImportError, ValueError):
         spec = None
     for base in (list(spec.submodule_search_locations or []) if spec else []):
-        for sub in ("cu13/lib", "cublas/lib"):
+        for sub in subdirs:
             d = os.path.join(base, sub)
             if os.path.isdir(d) and d not in found:
                 found.append(d)
@@ -78,15 +79,18 @@ def nvidia_wheel_lib_dirs() -> list:
 
 
 def _add_nvidia_wheel_dirs(mod) -> None:
-    """Points the GEMM shims' cuBLASLt loader at the NVIDIA wheel folders (it also searches the loader path)."""
-    adder = getattr(mod, "add_cublaslt_search_dir", None)
-    if adder is None:
-        return
-    for d in nvidia_wheel_lib_dirs():
-        if d not in _cublaslt_dirs_added:
-            adder(d)
-            _cublaslt_dirs_added.append(d)
-            log.debug("cuBLASLt search dir: %s", d)
+    """Points the shims' vendor-library loaders (cuBLASLt for GEMMs, cuDNN for attention) at the NVIDIA wheel
+    folders (they also search the loader path). Nothing is loaded here: each library is opened on first use."""
+    for adder_name, subdirs in (("add_cublaslt_search_dir", ("cu13/lib", "cublas/lib")),
+                                ("add_cudnn_search_dir", ("cudnn/lib",))):
+        adder = getattr(mod, adder_name, None)
+        if adder is None:
+            continue
+        for d in nvidia_wheel_lib_dirs(subdirs):
+            if (adder_name, d) not in _vendor_dirs_added:
+                adder(d)
+                _vendor_dirs_added.append((adder_name, d))
+                log.debug("%s: %s", adder_name, d)
 
 
 def gemm_stats() -> dict | None:

@@ -28,6 +28,15 @@ VALID_PLATFORMS = ("linux", "windows")
 # (for models that will not: per-launch host costs then decide, and they differ between backends).
 VALID_AUTO_TIMING = ("graphs", "eager")
 VALID_TARGETS = ("cuda", "rocm")
+# How scaled_dot_product_attention (SDPA) is lowered. MATH: exported under sdpa_kernel([MATH]), so SDPA is decomposed
+# into matmuls + softmax (Triton/GEMM kernels; every platform). CUDNN: exported under the fused backends (cuDNN, flash,
+# memory-efficient), so Inductor keeps the SDPA ops as fallback calls to the attention shims
+# aoti_torch_cuda__scaled_dot_product_{cudnn,flash,efficient}_attention (platforms.SDPA_SHIMS; where the manifest
+# has them: linux_cuda). The default stays MATH until benchmarks decide. One value, case and spaces do not matter.
+VALID_ATTENTION_BACKENDS = ("MATH", "CUDNN")
+DEFAULT_ATTENTION_BACKEND = "MATH"
+# Named in the refusal, not accepted: SDPA as a Triton flash-attention kernel inside the wrapper is not built yet.
+PLANNED_ATTENTION_BACKENDS = ("TRITON",)
 
 # Options the runtime depends on: a package compiled otherwise cannot be loaded by it. User inductor_configs may
 # repeat them with the same value but never change them.
@@ -45,6 +54,9 @@ WINDOWS_SHIM_LIBRARY = "aoti_cuda_shims"
 METADATA_KEY = "aot_inductor.metadata"
 # Inductor options that are also CompileOptions fields: given in inductor_configs they are validated the same way.
 _CHOSEN_FIELDS = ("max_autotune", "max_autotune_gemm_backends", "max_autotune_conv_backends")
+# CompileOptions fields that are not Inductor options but are accepted in inductor_configs too (folded into the
+# options like _CHOSEN_FIELDS, validated the same way, never handed to Inductor, which would refuse the unknown key).
+_AOTIRT_FIELDS = ("attention_backend",)
 
 
 def _normalize_backends(value: Any, valid: tuple, field: str, valid_values: tuple | None = None) -> str:
@@ -61,6 +73,19 @@ def _normalize_backends(value: Any, valid: tuple, field: str, valid_values: tupl
         raise SpecError(f"{field}={value!r} has {what}; valid: {listed} (case, spaces and order do not matter; "
                         f"the aotirt runtime has no kernels or shims for other backends)")
     return ",".join(tokens)
+
+
+def _normalize_attention_backend(value: Any, field: str = "attention_backend") -> str:
+    """' cudnn ' -> 'CUDNN'; anything but MATH / CUDNN is a SpecError listing the valid values."""
+    listed = list(VALID_ATTENTION_BACKENDS)
+    if not isinstance(value, str):
+        raise SpecError(f"{field} must be a string, one of {listed}, got {type(value).__name__} {value!r}")
+    norm = value.strip().upper()
+    if norm in VALID_ATTENTION_BACKENDS:
+        return norm
+    planned = (f" ({norm} is planned but not built yet)" if norm in PLANNED_ATTENTION_BACKENDS else "")
+    raise SpecError(f"{field}={value!r} is not valid{planned}; valid: {listed} (case and spaces do not matter; "
+                    f"MATH decomposes SDPA into matmuls + softmax, CUDNN calls the fused SDPA shims)")
 
 
 def _choice(value: Any, valid: tuple, field: str, lower: bool = True) -> str:
@@ -97,7 +122,12 @@ class CompileOptions:
     shim_library_path: platform=windows only: the folder holding aoti_cuda_shims.lib.
     auto_timing: with max_autotune_gemm_backends="AUTO", how the candidates are timed: "graphs" (default; whole-model
         CUDA graph replays, for models that will run captured) or "eager" (plain calls, for models that will not).
-    Combinations a platform cannot run (ATEN or max_autotune OFF on Windows/ROCm) raise UnsupportedPlatformError.
+    attention_backend: how scaled_dot_product_attention is lowered: "MATH" (default until benchmarks decide; SDPA
+        decomposed into matmuls + softmax, every platform) or "CUDNN" (the fused SDPA kernels, cuDNN / flash /
+        memory-efficient, called through the attention shims; only where the shim manifest has them: linux_cuda);
+        case and spaces do not matter. Recorded in the package metadata as "aotirt_attention_backend".
+    Combinations a platform cannot run (ATEN, max_autotune OFF or attention_backend CUDNN where the manifest gives
+    the platform no such shims: Windows/ROCm) raise UnsupportedPlatformError.
     """
 
     max_autotune: bool = True
@@ -109,6 +139,7 @@ class CompileOptions:
     target: str | None = None
     shim_library_path: str | None = None
     auto_timing: str = "graphs"
+    attention_backend: str = DEFAULT_ATTENTION_BACKEND
 
     def __post_init__(self) -> None:
         validate(self)
@@ -123,6 +154,7 @@ class CompileOptions:
                                                  "float32_matmul_precision"))
         set_("platform", _choice(self.platform, VALID_PLATFORMS, "platform"))
         set_("auto_timing", _choice(self.auto_timing, VALID_AUTO_TIMING, "auto_timing"))
+        set_("attention_backend", _normalize_attention_backend(self.attention_backend))
         if self.target is not None:
             set_("target", _choice(self.target, VALID_TARGETS, "target"))
         # Refuse what the platform cannot run as early as it is known without torch (linux + auto target waits for
@@ -172,6 +204,7 @@ def validate(opts: CompileOptions) -> None:
             and opts.max_autotune_gemm_backends.strip().upper() != AUTO_GEMM_BACKENDS):
         raise SpecError(f"auto_timing={opts.auto_timing!r} only applies to max_autotune_gemm_backends='AUTO' (got "
                         f"{opts.max_autotune_gemm_backends!r}); drop it or choose AUTO")
+    _normalize_attention_backend(opts.attention_backend)
     if opts.shim_library_path is not None and not isinstance(opts.shim_library_path, str):
         raise SpecError(f"shim_library_path must be a folder path string, got {opts.shim_library_path!r}")
 
@@ -221,12 +254,12 @@ def options_to_compile_spec_values(opts: CompileOptions) -> list:
 
 
 def effective_options(opts: CompileOptions | None = None, extra: Mapping[str, Any] | None = None) -> CompileOptions:
-    """`opts` with max_autotune / the backend lists given in inductor_configs `extra` folded in (validated the same
-    way: Inductor itself ignores unknown backend names silently)."""
+    """`opts` with max_autotune / the backend lists / attention_backend given in inductor_configs `extra` folded in
+    (validated the same way: Inductor itself ignores unknown backend names silently)."""
     opts = CompileOptions() if opts is None else opts
     if not isinstance(opts, CompileOptions):
         raise SpecError(f"options must be an aotirt.CompileOptions, got {type(opts).__name__}")
-    chosen = {k: v for k, v in (extra or {}).items() if k in _CHOSEN_FIELDS}
+    chosen = {k: v for k, v in (extra or {}).items() if k in _CHOSEN_FIELDS + _AOTIRT_FIELDS}
     return dataclasses.replace(opts, **chosen) if chosen else opts
 
 
@@ -236,8 +269,10 @@ def inductor_options(opts: CompileOptions | None = None, extra: Mapping[str, Any
     place where compile options become Inductor options.
 
     `extra` may add any Inductor option, and add "aot_inductor.metadata" entries (string values), but may not change
-    FIXED_INDUCTOR_OPTIONS or the "aotirt_*" metadata keys: SpecError says which and why. max_autotune and the
-    backend lists given there override `opts` after the same validation as CompileOptions. `target` (cuda|rocm)
+    FIXED_INDUCTOR_OPTIONS or the "aotirt_*" metadata keys: SpecError says which and why. max_autotune, the
+    backend lists and attention_backend given there override `opts` after the same validation as CompileOptions
+    (attention_backend is no Inductor option: it decides the sdpa_kernel context of the lowering, see
+    lowering.sdpa_backends, and is recorded in the metadata, not passed to Inductor). `target` (cuda|rocm)
     defaults to opts.target or the installed torch's. Platform refusals (platforms.check_options) apply.
     """
     from aotirt import platforms
@@ -267,6 +302,7 @@ def inductor_options(opts: CompileOptions | None = None, extra: Mapping[str, Any
         "aotirt_platform": key,
         "aotirt_max_autotune": "ON" if opts.max_autotune else "OFF",
         "aotirt_max_autotune_gemm_backends": opts.max_autotune_gemm_backends,
+        "aotirt_attention_backend": opts.attention_backend,
     }
     for key_, value in (extra or {}).items():
         if key_ in FIXED_INDUCTOR_OPTIONS:
@@ -284,7 +320,7 @@ def inductor_options(opts: CompileOptions | None = None, extra: Mapping[str, Any
                 if mk in metadata:
                     raise SpecError(f"metadata key {mk!r} is set by aotirt; use another name")
             metadata.update(value)
-        elif key_ in _CHOSEN_FIELDS:
+        elif key_ in _CHOSEN_FIELDS + _AOTIRT_FIELDS:
             continue  # folded into opts above
         elif key_ in out and out[key_] != value:
             raise SpecError(f"inductor_configs[{key_!r}]={value!r} conflicts with the compile options "

@@ -49,6 +49,12 @@ std::string StrCat(const Args&... args) {
     if (!(cond)) throw ::aotirt::ShimError(::aotirt::StrCat(fn, ": ", __VA_ARGS__)); \
   } while (0)
 
+// The same for arguments that are valid for ATen but outside what this library runs (NotSupportedError).
+#define AOTIRT_CHECK_NOT_SUPPORTED(cond, fn, ...)                                            \
+  do {                                                                                       \
+    if (!(cond)) throw ::aotirt::NotSupportedError(::aotirt::StrCat(fn, ": ", __VA_ARGS__)); \
+  } while (0)
+
 #define AOTIRT_CHECK_NOT_NULL(ptr, fn) AOTIRT_CHECK((ptr) != nullptr, fn, #ptr " is null")
 
 // Wraps the body of every extern "C" entry point.

@@ -2,74 +2,52 @@
 
 #include <dlfcn.h>
 
-#include <cstdlib>
-#include <mutex>
 
-#include "shims/common/env.h"
 #include "shims/common/error.h"
+#include "shims/common/vendor_library.h"
 #include "shims/gemm/stats.h"
 
 namespace aotirt {
 namespace gemm {
 namespace {
 
-std::mutex g_dirs_mu;
-std::vector<std::string>& Dirs() {
-  static auto* dirs = new std::vector<std::string>();  // leaked: usable during static destruction
+const VendorLibrary kCublasLtLibrary = {"cuBLASLt", kCublasLtSoname, "AOTIRT_CUBLASLT",
+                                        "AOTIRT_CUBLASLT_NO_DEFAULT_SEARCH",
+                                        "install the nvidia-cublas wheel (CUDA 13)"};
+
+SearchDirs& Dirs() {
+  static auto* dirs = new SearchDirs();  // leaked: usable during static destruction
   return *dirs;
 }
 
 }  // namespace
 
-void AddCublasLtSearchDir(const std::string& dir) {
-  std::lock_guard<std::mutex> lock(g_dirs_mu);
-  Dirs().push_back(dir);
-}
+void AddCublasLtSearchDir(const std::string& dir) { Dirs().Add(dir); }
 
-std::vector<std::string> CublasLtCandidates() {
-  std::vector<std::string> out;
-  const char* env = std::getenv("AOTIRT_CUBLASLT");
-  if (env != nullptr && env[0] != '\0') out.push_back(env);
-  if (EnvFlag("AOTIRT_CUBLASLT_NO_DEFAULT_SEARCH", false)) return out;  // the one env-flag rule (common/env.h)
-  out.push_back(kCublasLtSoname);  // bare name: the dynamic loader's search (LD_LIBRARY_PATH, ldconfig, RUNPATH)
-  std::lock_guard<std::mutex> lock(g_dirs_mu);
-  for (const auto& d : Dirs()) out.push_back(d + (d.empty() || d.back() == '/' ? "" : "/") + kCublasLtSoname);
-  return out;
-}
+std::vector<std::string> CublasLtCandidates() { return VendorCandidates(kCublasLtLibrary, Dirs()); }
 
 LoadResult LoadCublasLt(const std::vector<std::string>& candidates) {
   LoadResult r;
-  std::string tried;
-  for (const auto& path : candidates) {
-    (void)dlerror();
-    // RTLD_LOCAL: cuBLASLt's symbols stay out of the global namespace (torch may load its own copy).
-    void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (h == nullptr) {
-      const char* e = dlerror();
-      tried += StrCat("\n  ", path, ": ", e ? e : "dlopen failed");
-      continue;
-    }
-    auto t = std::make_shared<CublasLt>();
+  auto t = std::make_shared<CublasLt>();
+  OpenedLibrary opened = OpenVendorLibrary(kCublasLtLibrary, candidates, [&t](void* h, std::string* why) {
+    *t = CublasLt();
     std::string missing;
 #define AOTIRT_RESOLVE(name)                                              \
   t->name = reinterpret_cast<decltype(&::name)>(dlsym(h, #name));         \
   if (t->name == nullptr) missing += StrCat(missing.empty() ? "" : ", ", #name);
     AOTIRT_CUBLASLT_SYMBOLS(AOTIRT_RESOLVE)
 #undef AOTIRT_RESOLVE
-    if (!missing.empty()) {
-      tried += StrCat("\n  ", path, ": loaded, but symbols are missing: ", missing);
-      dlclose(h);
-      continue;
-    }
-    t->path = path;
-    t->version = t->cublasLtGetVersion();
-    r.table = std::move(t);
-    return r;  // the handle is never closed: descriptors and handles may outlive any one caller
+    if (missing.empty()) return true;
+    *why = StrCat("symbols are missing: ", missing);
+    return false;
+  });
+  if (opened.handle == nullptr) {
+    r.error = std::move(opened.error);
+    return r;
   }
-  if (candidates.empty()) tried = "\n  (nothing: AOTIRT_CUBLASLT is unset and AOTIRT_CUBLASLT_NO_DEFAULT_SEARCH=1)";
-  r.error = StrCat("cuBLASLt (", kCublasLtSoname, ") could not be loaded; tried:", tried,
-                   "\nSet AOTIRT_CUBLASLT to the full path of ", kCublasLtSoname,
-                   " or install the nvidia-cublas wheel (CUDA 13).");
+  t->path = opened.path;
+  t->version = t->cublasLtGetVersion();
+  r.table = std::move(t);
   return r;
 }
 

@@ -460,6 +460,15 @@ def test_wired_compile_dispatches_auto_before_anything_else(tmp_path, monkeypatc
     assert kwargs["inductor_configs"] == configs
 
 
+def test_candidates_keep_the_attention_backend_and_auto_adds_no_attention_candidates(tmp_path):
+    """AUTO compares GEMM backends only: every candidate is lowered with the caller's attention_backend."""
+    opts = aotirt.CompileOptions(max_autotune=True, max_autotune_gemm_backends="AUTO", attention_backend="cudnn")
+    path, res, compiler, _ = run_auto(tmp_path, {"TRITON": 0.5, "ATEN,TRITON": 0.4, "ATEN": 0.45}, options=opts)
+    assert [c["options"].max_autotune_gemm_backends for c in compiler.calls] == list(auto.CANDIDATES)
+    assert {c["options"].attention_backend for c in compiler.calls} == {"CUDNN"}
+    assert res.choice == "ATEN,TRITON"
+
+
 # ---------------------------------------------------------------------------------------------- auto_timing
 
 @pytest.mark.parametrize("timing,graphs", [("graphs", True), ("eager", False), (" EAGER ", False)])

@@ -80,6 +80,7 @@ def test_doctor_reports_and_exit_code_matches_problems():
     ("--max_autotune=maybe", r"--max_autotune='maybe' is not valid; valid: \['ON', 'OFF'\]"),
     ("--float32_matmul_precision=medium", r"valid: \['highest', 'high'\]"),
     ("--platform=macos", r"valid: \['linux', 'windows'\]"),
+    ("--attention_backend=FLASH", r"attention_backend='FLASH' is not valid; valid: \['MATH', 'CUDNN'\]"),
 ])
 def test_lower_spec_flag_errors_exit_2(tmp_path, flag, match):
     import re
@@ -87,10 +88,25 @@ def test_lower_spec_flag_errors_exit_2(tmp_path, flag, match):
     assert rc == 2 and re.search(match, out), out
 
 
+@pytest.mark.parametrize("argv,attention", [([], "MATH"), (["--attention_backend=cudnn"], "CUDNN"),
+                                            (["--attention_backend= Math"], "MATH")])
+def test_lower_spec_flags_become_compile_options(argv, attention):
+    from aotirt import cli
+    try:
+        cli.FLAGS(["aotirt", "--max_autotune_gemm_backends=triton,aten", "--target=cuda", *argv])
+        opts = cli.compile_options_from_flags()
+    finally:
+        cli.FLAGS.unparse_flags()
+    assert opts == aotirt.CompileOptions(max_autotune_gemm_backends="ATEN,TRITON", target="cuda",
+                                         attention_backend=attention)
+
+
 @pytest.mark.parametrize("flags,match", [
     (("--platform=windows", "--max_autotune_gemm_backends=aten"), "cannot lower for windows_cuda"),
     (("--platform=windows", "--max_autotune=OFF"), "max_autotune=OFF makes Inductor call cuBLAS"),
     (("--target=rocm", "--max_autotune_gemm_backends=triton,aten"), "cannot lower for rocm"),
+    (("--platform=windows", "--attention_backend=cudnn"), "windows_cuda: attention_backend='CUDNN'"),
+    (("--target=rocm", "--attention_backend=CUDNN"), "use attention_backend='MATH'"),
 ])
 def test_lower_platform_refusals_exit_2(tmp_path, flags, match):
     rc, out = _cli("lower", "--model=aotirt.demo:siglip_like", f"--package={tmp_path}/m.pt2", *flags)

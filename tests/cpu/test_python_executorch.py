@@ -61,6 +61,60 @@ def test_unknown_backend_value_is_refused_listing_valid_ones():
         ax.CudaPartitioner([ax.CompileSpec("max_autotune_gemm_backends", b"CUTLASS")])
 
 
+# ---- attention_backend through the door ----------------------------------------------------------------------------
+@pytest.mark.parametrize("value,canonical", [(b"CUDNN", "CUDNN"), (b"cudnn ", "CUDNN"), (b"MATH", "MATH")])
+def test_attention_backend_spec_parses_like_the_gemm_spec(value, canonical):
+    p = ax.CudaPartitioner(SEED_SPECS() + [ax.CompileSpec("attention_backend", value)])
+    assert p.options == CompileOptions(max_autotune_gemm_backends="ATEN,TRITON", method_name="forward",
+                                       attention_backend=canonical)
+    assert ax.parse_compile_specs([ax.CompileSpec("attention_backend", value)])[0].attention_backend == canonical
+    if ax.HAVE_EXECUTORCH:  # handed on to the backend as given
+        assert ("attention_backend", value) in [(s.key, s.value) for s in p.delegation_spec.compile_specs]
+
+
+@pytest.mark.parametrize("extra,error,match", [
+    ([ax.CompileSpec("attention_backend", b"FLASH")], aotirt.SpecError,
+     r"attention_backend='FLASH' is not valid; valid: \['MATH', 'CUDNN'\]"),
+    ([ax.CompileSpec("attention_backend", b"TRITON")], aotirt.SpecError, "planned but not built"),
+    ([ax.CompileSpec("attention_backend", b"CUDNN"), ax.CompileSpec("attention_backend", b"MATH")], aotirt.SpecError,
+     "given twice"),
+    ([ax.CompileSpec("platform", b"windows"), ax.CompileSpec("attention_backend", b"CUDNN")],
+     aotirt.UnsupportedPlatformError, r"windows_cuda: attention_backend='CUDNN'.*use attention_backend='MATH'"),
+    ([ax.CompileSpec("target", b"rocm"), ax.CompileSpec("attention_backend", b"CUDNN")],
+     aotirt.UnsupportedPlatformError, r"rocm: attention_backend='CUDNN'.*use attention_backend='MATH'"),
+])
+def test_bad_attention_specs_are_refused_when_the_partitioner_is_made(extra, error, match):
+    with pytest.raises(error, match=match):
+        ax.CudaPartitioner([ax.CudaBackend.generate_method_name_compile_spec("forward")] + extra)
+
+
+@needs_et
+@pytest.mark.parametrize("value,enabled", [(b"MATH", {"MATH"}), (b"CUDNN", {"CUDNN", "FLASH", "EFFICIENT"})])
+def test_backend_lowers_under_the_attention_backend_context(monkeypatch, value, enabled):
+    """CudaBackend.preprocess enters lowering.lowering_context with the parsed options (stopped there: no GPU)."""
+    import torch
+    from aotirt import lowering
+    monkeypatch.setattr(lowering, "check_cuda_available", lambda torch, target="cuda": None)
+    seen = []
+    real = lowering.lowering_context
+
+    class Stop(Exception):
+        pass
+
+    def probe(torch_, opts, device_index):
+        with real(torch_, opts, None):
+            b = torch.backends.cuda
+            seen.append((opts.attention_backend, {k for k, v in {
+                "MATH": b.math_sdp_enabled(), "FLASH": b.flash_sdp_enabled(), "EFFICIENT": b.mem_efficient_sdp_enabled(),
+                "CUDNN": b.cudnn_sdp_enabled()}.items() if v}))
+        raise Stop()
+
+    monkeypatch.setattr(lowering, "lowering_context", probe)
+    with pytest.raises(Stop):
+        ax.CudaBackend.preprocess(None, [ax.CompileSpec("target", b"cuda"), ax.CompileSpec("attention_backend", value)])
+    assert seen == [(value.decode(), enabled)]
+
+
 # ---- through to_edge_transform_and_lower(...).to_executorch() ----------------------------------------------------------
 FAKE_SO = b"\x7fELF fake wrapper library"
 FAKE_WEIGHTS = bytes(range(256)) * 4

@@ -96,7 +96,86 @@ def test_lowering_context_restores_precision_and_forces_math_sdpa():
         assert torch.backends.cuda.math_sdp_enabled()
         assert not torch.backends.cuda.flash_sdp_enabled()
         assert not torch.backends.cuda.mem_efficient_sdp_enabled()
+        assert not torch.backends.cuda.cudnn_sdp_enabled()
     assert torch.get_float32_matmul_precision() == before
+
+
+# ---- attention_backend: the sdpa_kernel context the lowering enters -----------------------------------------------
+def _sdp_flags():
+    b = torch.backends.cuda
+    return {"MATH": b.math_sdp_enabled(), "FLASH": b.flash_sdp_enabled(), "EFFICIENT": b.mem_efficient_sdp_enabled(),
+            "CUDNN": b.cudnn_sdp_enabled()}
+
+
+def test_every_attention_backend_value_has_an_sdpa_context():
+    from aotirt import specs
+    assert tuple(lowering.SDPA_BACKENDS) == specs.VALID_ATTENTION_BACKENDS
+
+
+@pytest.mark.parametrize("backend,enabled", [
+    ("MATH", {"MATH"}),
+    ("CUDNN", {"CUDNN", "FLASH", "EFFICIENT"}),  # never MATH: SDPA stays one op, a call to an SDPA shim
+])
+def test_sdpa_context_enables_the_backends_of_attention_backend(backend, enabled):
+    from torch.nn.attention import SDPBackend
+    opts = aotirt.CompileOptions(attention_backend=backend.lower())
+    want = {"MATH": [SDPBackend.MATH],
+            "CUDNN": [SDPBackend.CUDNN_ATTENTION, SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION]}
+    assert lowering.sdpa_backends(torch, opts) == want[backend]
+    before = _sdp_flags()
+    with lowering.sdpa_context(torch, opts):
+        assert {k for k, v in _sdp_flags().items() if v} == enabled
+    assert _sdp_flags() == before
+    with lowering.lowering_context(torch, opts, None):  # what aotirt.compile and the ExecuTorch door enter
+        assert {k for k, v in _sdp_flags().items() if v} == enabled
+        assert not torch.is_grad_enabled()
+    assert _sdp_flags() == before
+
+
+def test_export_runs_under_the_attention_backend_context(monkeypatch):
+    """aotirt.compile exports (and compiles) inside the context: the model sees CUDNN's backends, not MATH."""
+    monkeypatch.setattr(lowering, "check_cuda_available", lambda torch, target="cuda": None)
+    seen = []
+
+    class Probe(torch.nn.Module):
+        def forward(self):
+            seen.append(_sdp_flags())
+            raise KeyError("stop after the probe")
+
+    for backend in ("MATH", "CUDNN"):
+        with pytest.raises(aotirt.LoweringError, match="torch.export failed"):
+            aotirt.compile(Probe(), (), options=aotirt.CompileOptions(target="cuda", attention_backend=backend))
+    assert [{k for k, v in f.items() if v} for f in seen] == [{"MATH"}, {"CUDNN", "FLASH", "EFFICIENT"}]
+
+
+def test_no_fused_kernel_under_cudnn_says_to_use_math(monkeypatch):
+    monkeypatch.setattr(lowering, "check_cuda_available", lambda torch, target="cuda": None)
+
+    class NoKernel(torch.nn.Module):
+        def forward(self):
+            raise RuntimeError("No available kernel. Aborting execution.")
+
+    with pytest.raises(aotirt.LoweringError, match=r"No available kernel.*attention_backend='CUDNN'.*use "
+                                                   r"attention_backend='MATH'"):
+        aotirt.compile(NoKernel(), (), options=aotirt.CompileOptions(target="cuda", attention_backend="CUDNN"))
+    with pytest.raises(aotirt.LoweringError) as info:
+        aotirt.compile(NoKernel(), (), options=aotirt.CompileOptions(target="cuda"))
+    assert "attention_backend" not in str(info.value)
+
+
+def test_no_fused_kernel_in_inductor_says_to_use_math():
+    err = lowering.compile_failure(RuntimeError("No available kernel. Aborting execution."), "AOTInductor compilation")
+    assert "use attention_backend='MATH'" in str(err) and "No available kernel" in str(err)
+    assert "attention_backend" not in str(lowering.compile_failure(RuntimeError("other"), "AOTInductor compilation"))
+
+
+def test_cudnn_is_refused_for_rocm_before_exporting(monkeypatch):
+    monkeypatch.setattr(lowering, "check_cuda_available", lambda torch, target="cuda": None)
+    monkeypatch.setattr(torch.version, "hip", "6.2.0", raising=False)
+    spy = ExportSpy()
+    with pytest.raises(aotirt.UnsupportedPlatformError, match="rocm: attention_backend='CUDNN'.*'MATH'"):
+        aotirt.compile(spy, (torch.randn(2, 4),), options=aotirt.CompileOptions(attention_backend="CUDNN"))
+    assert spy.calls == 0
 
 
 def test_demo_model_runs_and_exports():

@@ -1,6 +1,8 @@
 """aotirt.platforms: per-platform shim sets from the manifest, the refusals, small-GPU detection, the shim scan."""
+import dataclasses
 import os
 import sys
+import types
 
 import pytest
 
@@ -13,6 +15,10 @@ import manifest as manifest_tool  # noqa: E402  (the build's own reader: the two
 
 GEMM_SHIMS = {"aoti_torch_cuda_mm_out", "aoti_torch_cuda_addmm_out", "aoti_torch_cuda_bmm_out",
               "aoti_torch_cuda_baddbmm_out", "aoti_torch_cuda__int_mm_out"}
+# Typed here on purpose (not read from platforms.SDPA_SHIMS): the names Inductor's SDPA fallbacks call.
+SDPA_SHIMS = {"aoti_torch_cuda__scaled_dot_product_flash_attention",
+              "aoti_torch_cuda__scaled_dot_product_efficient_attention",
+              "aoti_torch_cuda__scaled_dot_product_cudnn_attention"}
 
 
 @pytest.fixture(scope="module")
@@ -73,6 +79,101 @@ def test_gemm_refusals_are_derived_from_the_manifest(tmp_path, monkeypatch):
     with pytest.raises(aotirt.UnsupportedPlatformError, match="not available for platform='linux'"):
         auto.check_supported("linux", "cuda", host_platform="linux")
     auto.check_supported("linux", "rocm", host_platform="linux")  # the manifest now gives ROCm the GEMMs
+
+
+# ---- attention_backend: the SDPA shims ------------------------------------------------------------------------------
+REAL_MANIFEST = platforms.manifest_path()
+
+
+def _with_sdpa_on(tmp_path, monkeypatch, keys, names=frozenset(SDPA_SHIMS)):
+    """A copy of the real manifest whose SDPA shims `names` are exported by `keys` instead (no keys: the lines are
+    left out, as in a manifest without those shims), made the one aotirt reads."""
+    lines = []
+    for raw in open(REAL_MANIFEST).read().splitlines():
+        parts = raw.split("\t")
+        if len(parts) >= 2 and parts[0] in names:
+            if not keys:
+                continue
+            parts[1] = ",".join(keys)
+        lines.append("\t".join(parts))
+    p = tmp_path / f"sdpa{len(list(tmp_path.iterdir()))}.tsv"  # a new file each time: the parse is cached by path
+    p.write_text("\n".join(lines) + "\n")
+    monkeypatch.setenv(platforms.MANIFEST_ENV, str(p))
+    return platforms.load_manifest()
+
+
+def test_sdpa_shims_are_linux_cuda_only(man):
+    assert set(platforms.SDPA_SHIMS) == SDPA_SHIMS
+    assert SDPA_SHIMS <= platforms.supported_shims("linux_cuda", man)
+    for key in ("windows_cuda", "rocm"):
+        assert not SDPA_SHIMS & platforms.supported_shims(key, man)
+    assert platforms.attention_shims_missing("linux_cuda", man) == []
+    assert platforms.attention_shims_missing("rocm", man) == sorted(SDPA_SHIMS)
+
+
+@pytest.mark.parametrize("platform,target,key", [("windows", "cuda", "windows_cuda"), ("linux", "rocm", "rocm")])
+def test_attention_cudnn_is_refused_where_the_manifest_lacks_the_sdpa_shims(man, platform, target, key):
+    opts = aotirt.CompileOptions(platform=platform, target=target, shim_library_path="/x")  # MATH: fine
+    assert platforms.check_options(opts, target, man) == key
+    # CompileOptions(platform=..., attention_backend="CUDNN") would refuse in its constructor (specs tests): the
+    # rule itself, on the same fields
+    cudnn = types.SimpleNamespace(**{f.name: getattr(opts, f.name) for f in dataclasses.fields(opts)})
+    cudnn.attention_backend = "CUDNN"
+    with pytest.raises(aotirt.UnsupportedPlatformError) as info:
+        platforms.check_options(cudnn, target, man)
+    msg = str(info.value)
+    assert msg.startswith(f"cannot lower for {key}: attention_backend='CUDNN'")
+    assert "use attention_backend='MATH'" in msg and ", ".join(sorted(SDPA_SHIMS)) in msg
+    assert "cuBLAS" not in msg  # no GEMM problem here, so no GEMM note
+
+
+def test_attention_cudnn_is_accepted_on_linux_cuda(man):
+    opts = aotirt.CompileOptions(target="cuda", attention_backend="CUDNN")
+    assert platforms.check_options(opts, "cuda", man) == "linux_cuda"
+
+
+def test_attention_refusals_are_derived_from_the_manifest(tmp_path, monkeypatch):
+    """No platform is typed as 'without SDPA shims': give Windows and ROCm the SDPA shims in the manifest and CUDNN
+    is accepted there; leave them out of the manifest and Linux CUDA refuses CUDNN too; one missing is enough."""
+    _with_sdpa_on(tmp_path, monkeypatch, ["linux_cuda", "windows_cuda", "rocm"])
+    assert aotirt.CompileOptions(platform="windows", attention_backend="CUDNN").attention_backend == "CUDNN"
+    assert aotirt.CompileOptions(target="rocm", attention_backend="CUDNN").platform_key() == "rocm"
+    assert "MATH, CUDNN" in platforms.support_table().splitlines()[3]  # the rocm row
+
+    _with_sdpa_on(tmp_path, monkeypatch, [])
+    assert platforms.attention_shims_missing("linux_cuda") == sorted(SDPA_SHIMS)
+    with pytest.raises(aotirt.UnsupportedPlatformError,
+                       match=r"cannot lower for linux_cuda: attention_backend='CUDNN' .*Linux CUDA build lacks: use "
+                             r"attention_backend='MATH'"):
+        aotirt.CompileOptions(target="cuda", attention_backend="CUDNN")
+    aotirt.CompileOptions(target="cuda", attention_backend="MATH")  # MATH needs none of them
+
+    _with_sdpa_on(tmp_path, monkeypatch, ["rocm"], {"aoti_torch_cuda__scaled_dot_product_cudnn_attention"})
+    assert platforms.attention_shims_missing("linux_cuda") == ["aoti_torch_cuda__scaled_dot_product_cudnn_attention"]
+    with pytest.raises(aotirt.UnsupportedPlatformError,
+                       match=r"\(aoti_torch_cuda__scaled_dot_product_cudnn_attention are not in its set"):
+        aotirt.CompileOptions(target="cuda", attention_backend="CUDNN")
+
+
+def test_support_table_lists_the_attention_backends(man):
+    rows = platforms.support_table(man).splitlines()
+    assert "attention backends" in rows[0]
+    by_key = {r.split()[0]: r for r in rows[1:4]}
+    assert by_key["linux_cuda"].endswith("MATH, CUDNN")
+    assert by_key["windows_cuda"].endswith("MATH") and by_key["rocm"].endswith("MATH")
+
+
+@pytest.mark.parametrize("key", ["windows_cuda", "rocm"])
+def test_missing_sdpa_shims_suggest_attention_math(man, key):
+    with pytest.raises(aotirt.UnsupportedShimError) as info:
+        platforms.check_shims({"aoti_torch_cuda__scaled_dot_product_flash_attention", "aoti_torch_empty_strided"},
+                              key, man)
+    assert info.value.shims == ["aoti_torch_cuda__scaled_dot_product_flash_attention"]
+    assert f"exist only for linux_cuda: for {key} lower with attention_backend='MATH'" in str(info.value)
+    with pytest.raises(aotirt.UnsupportedShimError, match="max_autotune_gemm_backends='TRITON' and "
+                                                          "attention_backend='MATH'"):
+        platforms.check_shims({"aoti_torch_cuda__scaled_dot_product_flash_attention", "aoti_torch_cuda_mm_out"},
+                              key, man)
 
 
 def test_manifest_path_override_and_parse_errors(tmp_path, monkeypatch):

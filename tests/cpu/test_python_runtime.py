@@ -503,6 +503,9 @@ class FakeNative:
     def add_cublaslt_search_dir(self, d):
         self.dirs.append(d)
 
+    def add_cudnn_search_dir(self, d):
+        self.dirs.append(("cudnn", d))
+
 
 def test_load_passes_arguments_to_the_native_model(tmp_path, monkeypatch):
     native = FakeNative()
@@ -546,18 +549,22 @@ def test_missing_native_module_is_a_clear_error(monkeypatch):
         runtime._native()
 
 
-def test_nvidia_wheel_dirs_are_given_to_the_cublaslt_loader(tmp_path, monkeypatch):
+def test_nvidia_wheel_dirs_are_given_to_the_cublaslt_and_cudnn_loaders(tmp_path, monkeypatch):
     lib = tmp_path / "site" / "nvidia" / "cu13" / "lib"
+    cudnn = tmp_path / "site" / "nvidia" / "cudnn" / "lib"
     lib.mkdir(parents=True)
+    cudnn.mkdir(parents=True)
     monkeypatch.syspath_prepend(str(tmp_path / "site"))
     for name in [m for m in sys.modules if m == "nvidia" or m.startswith("nvidia.")]:
         monkeypatch.delitem(sys.modules, name)
-    monkeypatch.setattr(runtime, "_cublaslt_dirs_added", [])
+    monkeypatch.setattr(runtime, "_vendor_dirs_added", [])
     assert str(lib) in runtime.nvidia_wheel_lib_dirs()
+    assert str(cudnn) not in runtime.nvidia_wheel_lib_dirs()  # cuBLASLt's folders only by default
     native = FakeNative()
     runtime._add_nvidia_wheel_dirs(native)
     runtime._add_nvidia_wheel_dirs(native)  # once per process
     assert native.dirs.count(str(lib)) == 1
+    assert native.dirs.count(("cudnn", str(cudnn))) == 1 and ("cudnn", str(lib)) not in native.dirs
 
 
 # ------------------------------------------------------------------------------------------- with the real _C

@@ -9,7 +9,8 @@ from aotirt import specs
 
 def _meta(**over):
     base = {"aotirt_version": aotirt.__version__, "aotirt_float32_matmul_precision": "highest",
-            "aotirt_platform": "linux_cuda", "aotirt_max_autotune": "ON", "aotirt_max_autotune_gemm_backends": "TRITON"}
+            "aotirt_platform": "linux_cuda", "aotirt_max_autotune": "ON", "aotirt_max_autotune_gemm_backends": "TRITON",
+            "aotirt_attention_backend": "MATH"}
     base.update(over)
     return base
 
@@ -95,6 +96,12 @@ def test_target_is_detected_from_torch_version_hip(monkeypatch):
     ({"platform": "macos"}, r"platform='macos' is not valid; valid: \['linux', 'windows'\]"),
     ({"target": "metal"}, r"target='metal' is not valid; valid: \['cuda', 'rocm'\]"),
     ({"method_name": "my method"}, "must be a Python identifier"),
+    ({"attention_backend": "FLASH"}, r"attention_backend='FLASH' is not valid; valid: \['MATH', 'CUDNN'\]"),
+    ({"attention_backend": "triton"}, r"'triton' is not valid \(TRITON is planned but not built yet\); valid: "
+                                      r"\['MATH', 'CUDNN'\]"),
+    ({"attention_backend": "MATH,CUDNN"}, r"valid: \['MATH', 'CUDNN'\]"),
+    ({"attention_backend": " "}, r"valid: \['MATH', 'CUDNN'\]"),
+    ({"attention_backend": None}, r"attention_backend must be a string, one of \['MATH', 'CUDNN'\], got NoneType"),
 ])
 def test_invalid_values_raise_spec_error_listing_valid_values(kwargs, match):
     with pytest.raises(aotirt.SpecError, match=match) as info:
@@ -110,6 +117,10 @@ def test_invalid_values_raise_spec_error_listing_valid_values(kwargs, match):
     ({"platform": "windows", "max_autotune": False}, r"max_autotune=OFF.*Windows build.*use max_autotune=ON"),
     ({"target": "rocm", "max_autotune": False}, r"max_autotune=OFF.*ROCm"),
     ({"platform": "windows", "target": "rocm"}, r"ROCm build exists for Linux only"),
+    ({"platform": "windows", "attention_backend": "CUDNN"},
+     r"cannot lower for windows_cuda: attention_backend='CUDNN' .*Windows build lacks: use attention_backend='MATH'"),
+    ({"target": "rocm", "attention_backend": " cudnn "},
+     r"cannot lower for rocm: attention_backend='CUDNN' .*ROCm build lacks: use attention_backend='MATH'"),
 ])
 def test_platform_refusals_say_what_to_change(kwargs, match):
     with pytest.raises(aotirt.UnsupportedPlatformError, match=match) as info:
@@ -121,6 +132,54 @@ def test_both_platform_problems_are_listed_at_once():
     with pytest.raises(aotirt.UnsupportedPlatformError) as info:
         aotirt.CompileOptions(platform="windows", max_autotune=False, max_autotune_gemm_backends="ATEN")
     assert "max_autotune_gemm_backends='ATEN'" in str(info.value) and "max_autotune=OFF" in str(info.value)
+
+
+# ---- attention_backend (how SDPA is lowered) --------------------------------------------------------------------------
+@pytest.mark.parametrize("given,canonical", [("MATH", "MATH"), ("math", "MATH"), (" Math ", "MATH"),
+                                             ("CUDNN", "CUDNN"), ("cudnn", "CUDNN"), (" CuDNN", "CUDNN")])
+def test_attention_backend_values_are_accepted_on_linux_cuda_and_recorded(given, canonical):
+    opts = aotirt.CompileOptions(target="cuda", attention_backend=given)
+    assert opts.attention_backend == canonical
+    out = aotirt.inductor_options(opts)
+    assert out["aot_inductor.metadata"] == _meta(aotirt_attention_backend=canonical)
+    assert "attention_backend" not in out  # no Inductor option: it picks the lowering's sdpa_kernel context
+    assert specs.validate(opts) is None
+
+
+def test_attention_backend_defaults_to_math():
+    assert aotirt.CompileOptions().attention_backend == specs.DEFAULT_ATTENTION_BACKEND == "MATH"
+    assert specs.VALID_ATTENTION_BACKENDS == ("MATH", "CUDNN")
+    # MATH is accepted on every platform
+    aotirt.CompileOptions(platform="windows", attention_backend="MATH")
+    aotirt.CompileOptions(target="rocm", attention_backend="math")
+
+
+def test_attention_cudnn_on_linux_with_a_detected_rocm_target_is_refused_at_lowering(monkeypatch):
+    import torch
+    opts = aotirt.CompileOptions(attention_backend="CUDNN")  # fine until the target is known
+    monkeypatch.setattr(torch.version, "hip", "6.2.0", raising=False)
+    with pytest.raises(aotirt.UnsupportedPlatformError, match=r"rocm: attention_backend='CUDNN'.*'MATH'"):
+        aotirt.inductor_options(opts)
+    assert aotirt.inductor_options(opts, target="cuda")["aot_inductor.metadata"]["aotirt_attention_backend"] == \
+        "CUDNN"
+
+
+def test_gemm_and_attention_platform_problems_are_listed_at_once():
+    with pytest.raises(aotirt.UnsupportedPlatformError) as info:
+        aotirt.CompileOptions(platform="windows", max_autotune_gemm_backends="ATEN", attention_backend="CUDNN")
+    msg = str(info.value)
+    assert "max_autotune_gemm_backends='ATEN'" in msg and "use attention_backend='MATH'" in msg
+    assert "aoti_torch_cuda__scaled_dot_product_flash_attention" in msg and "aoti_torch_cuda_mm_out" in msg
+
+
+def test_attention_backend_in_inductor_configs_is_validated_and_overrides():
+    out = aotirt.inductor_options(aotirt.CompileOptions(), {"attention_backend": "cudnn"}, target="cuda")
+    assert out["aot_inductor.metadata"]["aotirt_attention_backend"] == "CUDNN" and "attention_backend" not in out
+    assert specs.effective_options(None, {"attention_backend": "cudnn"}).attention_backend == "CUDNN"
+    with pytest.raises(aotirt.SpecError, match=r"valid: \['MATH', 'CUDNN'\]"):
+        aotirt.inductor_options(aotirt.CompileOptions(), {"attention_backend": "FLASH"}, target="cuda")
+    with pytest.raises(aotirt.UnsupportedPlatformError, match="use attention_backend='MATH'"):
+        aotirt.inductor_options(aotirt.CompileOptions(target="rocm"), {"attention_backend": "CUDNN"})
 
 
 def test_linux_auto_target_is_checked_at_lowering(monkeypatch):
@@ -210,6 +269,12 @@ class Spec:
     ([Spec("platform", b"windows"), Spec("shim_library_path", b"/l")],
      aotirt.CompileOptions(platform="windows", shim_library_path="/l")),
     ([Spec("target", b"rocm")], aotirt.CompileOptions(target="rocm")),
+    ([Spec("attention_backend", b"CUDNN")], aotirt.CompileOptions(attention_backend="CUDNN")),
+    ([Spec("attention_backend", b" cudnn")], aotirt.CompileOptions(attention_backend="CUDNN")),
+    ([Spec("attention_backend", b"MATH")], aotirt.CompileOptions()),
+    ([Spec("max_autotune_gemm_backends", b"ATEN,TRITON"), Spec("attention_backend", b"CUDNN")],
+     aotirt.CompileOptions(max_autotune_gemm_backends="ATEN,TRITON", attention_backend="CUDNN")),
+    ([Spec("target", b"rocm"), Spec("attention_backend", b"MATH")], aotirt.CompileOptions(target="rocm")),
 ])
 def test_compile_specs_parse_to_options(specs_, expected):
     opts, extra = specs.options_from_compile_specs(specs_ + [Spec("target_device", b"cuda:1")])
@@ -229,6 +294,12 @@ def test_compile_specs_parse_to_options(specs_, expected):
     ([Spec("platform", b"windows"), Spec("max_autotune_gemm_backends", b"ATEN")], aotirt.UnsupportedPlatformError,
      "windows_cuda"),
     ([Spec("target", b"rocm"), Spec("max_autotune", b"OFF")], aotirt.UnsupportedPlatformError, "max_autotune=OFF"),
+    ([Spec("attention_backend", b"FLASH")], aotirt.SpecError, r"'FLASH' is not valid; valid: \['MATH', 'CUDNN'\]"),
+    ([Spec("attention_backend", b"TRITON")], aotirt.SpecError, "planned but not built"),
+    ([Spec("platform", b"windows"), Spec("attention_backend", b"CUDNN")], aotirt.UnsupportedPlatformError,
+     r"windows_cuda: attention_backend='CUDNN'.*use attention_backend='MATH'"),
+    ([Spec("target", b"rocm"), Spec("attention_backend", b"cudnn")], aotirt.UnsupportedPlatformError,
+     r"rocm: attention_backend='CUDNN'.*use attention_backend='MATH'"),
 ])
 def test_bad_compile_specs_are_refused(specs_, error, match):
     with pytest.raises(error, match=match):

@@ -72,7 +72,10 @@ def exported_names(lib: str, nm: str = "nm") -> set[str]:
     names = set()
     for ln in out.splitlines():
         parts = ln.split()
-        if len(parts) >= 3 and parts[1] in "TtDdBbRrVvWWiu":
+        # Global bindings only (upper case, plus i/u: ifunc and GNU-unique, which are global): a lower-case t/d/b/r
+        # is a local symbol that only sits in the dynamic table (e.g. cudnn-frontend's thread_local statics: TLS
+        # LOCAL HIDDEN) and cannot be linked against.
+        if len(parts) >= 3 and parts[1] in "TDBRVWiu":
             names.add(parts[2].split("@")[0])
     return names
 

@@ -140,6 +140,26 @@ AOTIRT_EXPORT AOTITorchError aotirt_gemm_add_cublaslt_search_dir(const char* dir
 AOTIRT_EXPORT int32_t aotirt_gemm_stats(int64_t* values, int32_t capacity);
 AOTIRT_EXPORT const char* aotirt_gemm_stat_names(void);
 
+// ---- Attention on cuDNN (Linux CUDA only; PyTorch's c_shim_cuda.h signatures). Inference: dropout_p must be 0.
+// Every returned tensor is a new reference; cum_seq_q/cum_seq_k (and cudnn's debug mask) are returned as null (None).
+AOTIRT_EXPORT AOTITorchError aoti_torch_cuda__scaled_dot_product_flash_attention(
+    AtenTensorHandle query, AtenTensorHandle key, AtenTensorHandle value, double dropout_p, int32_t is_causal,
+    int32_t return_debug_mask, double* scale, AtenTensorHandle* ret0, AtenTensorHandle* ret1, AtenTensorHandle* ret2,
+    AtenTensorHandle* ret3, int64_t* ret4, int64_t* ret5, AtenTensorHandle* ret6, AtenTensorHandle* ret7,
+    AtenTensorHandle* ret8);
+AOTIRT_EXPORT AOTITorchError aoti_torch_cuda__scaled_dot_product_efficient_attention(
+    AtenTensorHandle query, AtenTensorHandle key, AtenTensorHandle value, AtenTensorHandle* attn_bias,
+    int32_t compute_log_sumexp, double dropout_p, int32_t is_causal, double* scale, AtenTensorHandle* ret0,
+    AtenTensorHandle* ret1, AtenTensorHandle* ret2, AtenTensorHandle* ret3);
+AOTIRT_EXPORT AOTITorchError aoti_torch_cuda__scaled_dot_product_cudnn_attention(
+    AtenTensorHandle query, AtenTensorHandle key, AtenTensorHandle value, AtenTensorHandle* attn_bias,
+    int32_t compute_log_sumexp, double dropout_p, int32_t is_causal, int32_t return_debug_mask, double* scale,
+    AtenTensorHandle* ret0, AtenTensorHandle* ret1, AtenTensorHandle* ret2, AtenTensorHandle* ret3, int64_t* ret4,
+    int64_t* ret5, AtenTensorHandle* ret6, AtenTensorHandle* ret7, AtenTensorHandle* ret8);
+// Adds a folder to search for libcudnn.so.9 (before the first attention call; the Python package adds the
+// nvidia-cudnn-cu13 wheel's nvidia/cudnn/lib).
+AOTIRT_EXPORT AOTITorchError aotirt_cudnn_add_search_dir(const char* dir);
+
 // ---- this library's own API
 // The message of this thread's last failed call ("" if none). Borrowed; valid until the next failing call.
 AOTIRT_EXPORT const char* aotirt_last_error(void);

@@ -22,6 +22,9 @@ import manifest  # noqa: E402  (imported by path, as the build does)
 GEMM_RE = re.compile(r"^aoti_torch_cuda__?\w*mm_out$")
 # The cuBLASLt settings entries go with the GEMM shims: Linux CUDA only too.
 GEMM_SETTINGS_RE = re.compile(r"^aotirt_gemm_\w+$")
+SDPA_SHIMS = ("aoti_torch_cuda__scaled_dot_product_flash_attention",
+              "aoti_torch_cuda__scaled_dot_product_efficient_attention",
+              "aoti_torch_cuda__scaled_dot_product_cudnn_attention")
 
 
 def test_the_parser_is_the_packages_own():
@@ -69,12 +72,20 @@ def test_gemm_shims_are_linux_cuda_only(entries):
                                        "aoti_torch_cuda__int_mm_out"}
     for e in gemms:
         assert e.platforms == frozenset({"linux_cuda"}), (e.name, sorted(e.platforms))
-    # Conversely, everything else is on every platform (a Linux-only non-GEMM would be a silent Windows gap).
+    # Conversely, everything outside a vendor-library family (GEMMs on cuBLASLt, attention on cuDNN) is on every
+    # platform (a Linux-only plain shim would be a silent Windows gap).
     for e in entries:
-        if GEMM_SETTINGS_RE.match(e.name):
+        if GEMM_SETTINGS_RE.match(e.name) or e.name in SDPA_SHIMS or e.name == "aotirt_cudnn_add_search_dir":
             assert e.platforms == frozenset({"linux_cuda"}), (e.name, sorted(e.platforms))
         elif not GEMM_RE.match(e.name):
             assert e.platforms == frozenset(manifest.PLATFORMS), (e.name, sorted(e.platforms))
+
+
+def test_attention_shims_are_linux_cuda_only_on_cudnn(entries):
+    by_name = {e.name: e for e in entries}
+    for name in SDPA_SHIMS + ("aotirt_cudnn_add_search_dir",):
+        assert by_name[name].platforms == frozenset({"linux_cuda"}), name
+        assert by_name[name].note.startswith("cuDNN"), (name, by_name[name].note)
 
 
 def test_manifest_matches_the_public_header(entries):
