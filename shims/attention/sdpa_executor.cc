@@ -13,6 +13,7 @@
 
 #include "shims/attention/cudnn_loader.h"
 #include "shims/common/error.h"
+#include "shims/common/thread_state_pool.h"
 #include "shims/cuda/device.h"
 
 namespace aotirt {
@@ -83,41 +84,7 @@ struct ThreadState {
   }
 };
 
-struct Pool {
-  std::mutex mu;
-  std::vector<std::unique_ptr<ThreadState>> free;
-  static Pool& Get() {
-    static auto* pool = new Pool();  // leaked: no CUDA calls during process teardown
-    return *pool;
-  }
-};
-
-class Slot {
- public:
-  ~Slot() {
-    if (state_ == nullptr) return;
-    Pool& pool = Pool::Get();
-    std::lock_guard<std::mutex> lock(pool.mu);
-    pool.free.push_back(std::move(state_));
-  }
-  ThreadState& Get() {
-    if (state_ == nullptr) {
-      Pool& pool = Pool::Get();
-      std::lock_guard<std::mutex> lock(pool.mu);
-      if (!pool.free.empty()) {
-        state_ = std::move(pool.free.back());
-        pool.free.pop_back();
-      } else {
-        state_ = std::make_unique<ThreadState>();
-      }
-    }
-    return *state_;
-  }
-
- private:
-  std::unique_ptr<ThreadState> state_;
-};
-thread_local Slot t_slot;
+thread_local ThreadSlot<ThreadState> t_slot;  // shims/common/thread_state_pool.h
 
 fe::DataType_t FeType(DType d) { return d == DType::kBFloat16 ? fe::DataType_t::BFLOAT16 : fe::DataType_t::HALF; }
 
@@ -190,13 +157,9 @@ AttentionStats GetAttentionStats() {
 }
 
 int ReleaseAttentionThreadStates() {
-  Pool& pool = Pool::Get();
-  std::vector<std::unique_ptr<ThreadState>> states;
-  {
-    std::lock_guard<std::mutex> lock(pool.mu);
-    states.swap(pool.free);
-  }
-  return static_cast<int>(states.size());  // destroyed here, on this live thread
+  const int n = ThreadStatePool<ThreadState>::Get().Release();
+  t_slot.Reset();
+  return n;
 }
 
 }  // namespace attention

@@ -1,6 +1,7 @@
 // extern "C" SDPA entries with PyTorch's c_shim_cuda.h signatures (torch 2.11 and 2.13 agree): the three forward
 // ops Inductor leaves as fallbacks. Order of work: handles -> plan from metadata (sdpa_plan.h: every refusal, before
 // any device work) -> devices -> outputs allocated with the op's meta layouts -> cuDNN (sdpa_executor.h).
+#include <initializer_list>
 #include <memory>
 
 #include "shims/attention/cudnn_loader.h"
@@ -49,6 +50,10 @@ Owned NewZeros(const char* fn, int32_t device, const std::vector<int64_t>& sizes
   if (t->numel() > 0)
     gpu::MemsetZeroAsync(fn, t->data_ptr(), t->numel() * t->element_size(), gpu::CurrentStream(device));
   return t;
+}
+
+void CheckReturnPointers(const char* fn, std::initializer_list<const void*> rets) {
+  for (const void* r : rets) AOTIRT_CHECK(r != nullptr, fn, "a return pointer is null");
 }
 
 struct Common {
@@ -118,12 +123,7 @@ AOTITorchError aoti_torch_cuda__scaled_dot_product_flash_attention(
     AtenTensorHandle* ret8) {
   static const char* fn = "aoti_torch_cuda__scaled_dot_product_flash_attention";
   AOTIRT_SHIM_BOUNDARY(fn, {
-    for (const void* r : {static_cast<const void*>(ret0), static_cast<const void*>(ret1),
-                          static_cast<const void*>(ret2), static_cast<const void*>(ret3),
-                          static_cast<const void*>(ret4), static_cast<const void*>(ret5),
-                          static_cast<const void*>(ret6), static_cast<const void*>(ret7),
-                          static_cast<const void*>(ret8)})
-      AOTIRT_CHECK(r != nullptr, fn, "a return pointer is null");
+    aotirt::attention::CheckReturnPointers(fn, {ret0, ret1, ret2, ret3, ret4, ret5, ret6, ret7, ret8});
     Common c = aotirt::attention::Prepare(fn, SdpaOp::kFlash, query, key, value, nullptr, true, dropout_p,
                                           is_causal != 0, return_debug_mask != 0, scale);
     const int32_t dev = c.q->device_index();
@@ -150,8 +150,7 @@ AOTITorchError aoti_torch_cuda__scaled_dot_product_efficient_attention(
     AtenTensorHandle* ret1, AtenTensorHandle* ret2, AtenTensorHandle* ret3) {
   static const char* fn = "aoti_torch_cuda__scaled_dot_product_efficient_attention";
   AOTIRT_SHIM_BOUNDARY(fn, {
-    AOTIRT_CHECK(ret0 != nullptr && ret1 != nullptr && ret2 != nullptr && ret3 != nullptr, fn,
-                 "a return pointer is null");
+    aotirt::attention::CheckReturnPointers(fn, {ret0, ret1, ret2, ret3});
     Common c = aotirt::attention::Prepare(fn, SdpaOp::kEfficient, query, key, value, attn_bias,
                                           compute_log_sumexp != 0, dropout_p, is_causal != 0, false, scale);
     const int32_t dev = c.q->device_index();
@@ -173,12 +172,7 @@ AOTITorchError aoti_torch_cuda__scaled_dot_product_cudnn_attention(
     int64_t* ret5, AtenTensorHandle* ret6, AtenTensorHandle* ret7, AtenTensorHandle* ret8) {
   static const char* fn = "aoti_torch_cuda__scaled_dot_product_cudnn_attention";
   AOTIRT_SHIM_BOUNDARY(fn, {
-    for (const void* r : {static_cast<const void*>(ret0), static_cast<const void*>(ret1),
-                          static_cast<const void*>(ret2), static_cast<const void*>(ret3),
-                          static_cast<const void*>(ret4), static_cast<const void*>(ret5),
-                          static_cast<const void*>(ret6), static_cast<const void*>(ret7),
-                          static_cast<const void*>(ret8)})
-      AOTIRT_CHECK(r != nullptr, fn, "a return pointer is null");
+    aotirt::attention::CheckReturnPointers(fn, {ret0, ret1, ret2, ret3, ret4, ret5, ret6, ret7, ret8});
     Common c = aotirt::attention::Prepare(fn, SdpaOp::kCudnn, query, key, value, attn_bias,
                                           compute_log_sumexp != 0, dropout_p, is_causal != 0,
                                           return_debug_mask != 0, scale);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "shims/common/error.h"
+#include "shims/common/thread_state_pool.h"
 #include "shims/cuda/device.h"
 #include <cuda_runtime.h>
 #include "shims/gemm/cache_key.h"
@@ -74,44 +75,7 @@ struct ThreadState {
   }
 };
 
-// States of exited threads, waiting for the next thread. Leaked at process exit (no CUDA calls during teardown).
-struct ThreadStatePool {
-  std::mutex mu;
-  std::vector<std::unique_ptr<ThreadState>> free;
-  static ThreadStatePool& Get() {
-    static auto* pool = new ThreadStatePool();
-    return *pool;
-  }
-};
-
-// The thread's hold on its state: taken from the pool (or made) on first use, given back at thread exit.
-class ThreadSlot {
- public:
-  ~ThreadSlot() {
-    if (state_ == nullptr) return;
-    ThreadStatePool& pool = ThreadStatePool::Get();
-    std::lock_guard<std::mutex> lock(pool.mu);
-    pool.free.push_back(std::move(state_));
-  }
-  ThreadState& Get() {
-    if (state_ == nullptr) {
-      ThreadStatePool& pool = ThreadStatePool::Get();
-      std::lock_guard<std::mutex> lock(pool.mu);
-      if (!pool.free.empty()) {
-        state_ = std::move(pool.free.back());
-        pool.free.pop_back();
-      } else {
-        state_ = std::make_unique<ThreadState>();
-      }
-    }
-    return *state_;
-  }
-  void Reset() { state_.reset(); }
-
- private:
-  std::unique_ptr<ThreadState> state_;
-};
-thread_local ThreadSlot t_slot;
+thread_local ThreadSlot<ThreadState> t_slot;  // shims/common/thread_state_pool.h
 
 // Dynamic shapes could make the call cache grow without bound; past this it starts over (entries are only memos of
 // the plan cache, which keeps the descriptors).
@@ -394,14 +358,7 @@ void ReleaseThreadReplayGraphs() {
 }
 
 int ReleaseGemmThreadStates() {
-  std::vector<std::unique_ptr<ThreadState>> states;
-  {
-    ThreadStatePool& pool = ThreadStatePool::Get();
-    std::lock_guard<std::mutex> lock(pool.mu);
-    states.swap(pool.free);
-  }
-  const int n = static_cast<int>(states.size());
-  states.clear();
+  const int n = ThreadStatePool<ThreadState>::Get().Release();
   t_slot.Reset();
   return n;
 }

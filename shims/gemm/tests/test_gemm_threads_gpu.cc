@@ -293,7 +293,9 @@ TEST_F(GemmThreads, SixteenThreadsMixedCallsEveryResultChecked) {
   aotirt::gemm::SetGraphReplay(-1);
   // The paths this test claims to cover were taken (else it would pass by testing less).
   EXPECT_GT(r.graph_calls, 0);
-  if (aotirt::gemm::TuningEnabled()) EXPECT_GT(r.tuned, 0);  // AOTIRT_GEMM_TUNE=0 under racecheck (run.sh)
+  if (aotirt::gemm::TuningEnabled()) {  // AOTIRT_GEMM_TUNE=0 under racecheck (run.sh)
+    EXPECT_GT(r.tuned, 0);
+  }
   EXPECT_GT(r.replays, 0);
 }
 
@@ -311,7 +313,9 @@ TEST_F(GemmThreads, OtherThreadsSynchronizingTheDeviceNeverFailAndNothingIsWrong
   EXPECT_EQ(r.sync_error, "");
   EXPECT_GT(r.syncs, 0);
   // Problems were tuned while the device was being synchronized (AOTIRT_GEMM_TUNE=0 under racecheck: run.sh).
-  if (aotirt::gemm::TuningEnabled()) EXPECT_GT(r.tuned, 0);
+  if (aotirt::gemm::TuningEnabled()) {
+    EXPECT_GT(r.tuned, 0);
+  }
   EXPECT_EQ(r.captures, 0);
 }
 
