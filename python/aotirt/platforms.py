@@ -104,6 +104,10 @@ ATEN_GEMM_SHIMS = ("aoti_torch_cuda_mm_out", "aoti_torch_cuda_addmm_out", "aoti_
 SDPA_SHIMS = ("aoti_torch_cuda__scaled_dot_product_cudnn_attention",
               "aoti_torch_cuda__scaled_dot_product_flash_attention",
               "aoti_torch_cuda__scaled_dot_product_efficient_attention")
+# The C shim Inductor's ATen convolution fallback calls (ATEN among the conv backends, or max_autotune OFF; ROCm's
+# Inductor emits the same cuda-named shim): Inductor's name; which platform has it is the manifest's answer
+# (conv_shims_missing).
+ATEN_CONV_SHIMS = ("aoti_torch_cuda_convolution",)
 # How the messages name each platform's build (words only; what each build has comes from the manifest).
 PLATFORM_NAMES = {"linux_cuda": "Linux CUDA", "windows_cuda": "Windows", "rocm": "ROCm"}
 
@@ -119,11 +123,18 @@ def attention_shims_missing(key: str, manifest: Manifest | None = None) -> list:
     return sorted(set(SDPA_SHIMS) - supported_shims(key, manifest))
 
 
+def conv_shims_missing(key: str, manifest: Manifest | None = None) -> list:
+    """The ATen convolution shims (ATEN_CONV_SHIMS) that `key`'s shim library does not export, sorted ([] on
+    linux_cuda)."""
+    return sorted(set(ATEN_CONV_SHIMS) - supported_shims(key, manifest))
+
+
 def check_options(opts, target: str | None = None, manifest: Manifest | None = None) -> str:
     """Refuses option combinations a platform cannot run; returns the platform key. Lists every problem at once.
     ATEN in the GEMM backends (AUTO compares ATEN candidates) and max_autotune OFF make Inductor call the ATen GEMM
-    shims, so both are refused where the manifest gives the platform none of them; attention_backend CUDNN makes it
-    call the SDPA shims, so it is refused where the manifest lacks any of them."""
+    shims, so both are refused where the manifest gives the platform none of them; ATEN in the conv backends makes it
+    call the convolution shim, so it is refused where the manifest lacks it; attention_backend CUDNN makes it call
+    the SDPA shims, so it is refused where the manifest lacks any of them."""
     target = target or opts.resolved_target()
     key = platform_key(opts.platform, target)
     backends = opts.max_autotune_gemm_backends.split(",")
@@ -144,6 +155,12 @@ def check_options(opts, target: str | None = None, manifest: Manifest | None = N
     if gemm_problems:
         problems[-1] += (f" (it has no cuBLAS GEMM shims: {', '.join(missing)} are not in its set in "
                          f"shims/shim_manifest.tsv)")
+    conv_backends = getattr(opts, "max_autotune_conv_backends", "TRITON")
+    conv_missing = conv_shims_missing(key, manifest) if "ATEN" in conv_backends.split(",") else []
+    if conv_missing:
+        problems.append(f"max_autotune_conv_backends={conv_backends!r} lets Inductor call the ATen/cuDNN convolution "
+                        f"shim {conv_missing[0]}, which {where}: use max_autotune_conv_backends='TRITON' "
+                        f"({', '.join(conv_missing)} is not in its set in shims/shim_manifest.tsv)")
     attention = getattr(opts, "attention_backend", "MATH")
     sdpa_missing = attention_shims_missing(key, manifest) if attention == "CUDNN" else []
     if sdpa_missing:
@@ -193,26 +210,35 @@ def model_features(graph) -> ModelFeatures:
 def check_model(opts, features: ModelFeatures, key: str, manifest: Manifest | None = None) -> None:
     """Refuses, before Inductor runs, models that would fail deep inside it or call a shim `key` lacks.
 
-    Checked on the H200 (torch 2.11): a convolution needs Triton conv templates, which Inductor offers only with
-    max_autotune on and TRITON among the *GEMM* backends; otherwise it either finds no choice (NoValidChoicesError)
-    or falls back to aoti_torch_cuda_convolution.
+    Inductor's convolution lowering (checked on the H200, torch 2.11; torch/_inductor/kernel/conv.py): with
+    max_autotune OFF a convolution is the ATen fallback aoti_torch_cuda_convolution; with it on, the choices are that
+    fallback when ATEN is among max_autotune_conv_backends, plus the Triton conv templates when TRITON is among the
+    conv *and* the GEMM backends; no choice is a NoValidChoicesError. The fallback is refused where the manifest
+    lacks the shim (conv_shims_missing: today rocm and windows_cuda).
     """
     if not features.convolutions:
         return
     convs = ", ".join(features.convolutions)
     backends = opts.max_autotune_gemm_backends.split(",")
-    if not opts.max_autotune:
-        shim = "aoti_torch_cuda_convolution"  # ROCm's Inductor emits the same cuda-named shims
-        if shim not in supported_shims(key, manifest):
+    conv_backends = getattr(opts, "max_autotune_conv_backends", "TRITON")
+    missing = conv_shims_missing(key, manifest)
+    if not opts.max_autotune or "ATEN" in conv_backends.split(","):
+        if missing:
+            how = ("with max_autotune=OFF Inductor lowers them" if not opts.max_autotune else
+                   f"with max_autotune_conv_backends={conv_backends!r} Inductor may lower them")
             raise UnsupportedShimError(
-                f"the model has convolutions ({convs}); with max_autotune=OFF Inductor lowers them to the ATen "
-                f"fallback {shim}, which the {key} shim library does not have: use max_autotune=ON with "
-                f"max_autotune_gemm_backends including TRITON (e.g. 'ATEN,TRITON' or 'TRITON')", [shim])
+                f"the model has convolutions ({convs}); {how} to the ATen fallback {missing[0]}, which the {key} "
+                f"shim library does not have (shims/shim_manifest.tsv): use max_autotune=ON with "
+                f"max_autotune_conv_backends='TRITON' and max_autotune_gemm_backends including TRITON (e.g. "
+                f"'ATEN,TRITON' or 'TRITON')", missing)
     elif "TRITON" not in backends:
+        aten = ("" if missing else " or max_autotune_conv_backends='ATEN,TRITON' (cuDNN through "
+                                   f"{ATEN_CONV_SHIMS[0]})")
         raise UnsupportedShimError(
             f"the model has convolutions ({convs}); Inductor offers its Triton convolution templates only when "
-            f"TRITON is among max_autotune_gemm_backends, so with {opts.max_autotune_gemm_backends!r} it has no "
-            f"valid choice (NoValidChoicesError): use max_autotune_gemm_backends='ATEN,TRITON'", [])
+            f"TRITON is among max_autotune_gemm_backends, so with {opts.max_autotune_gemm_backends!r} and "
+            f"max_autotune_conv_backends={conv_backends!r} it has no valid choice (NoValidChoicesError): use "
+            f"max_autotune_gemm_backends='ATEN,TRITON'{aten}", [])
 
 
 # ---- the GPU the model is lowered on --------------------------------------------------------------------------------
@@ -241,7 +267,9 @@ def triton_templates_available(gpu: GpuProperties, target: str) -> bool:
 
 def check_gpu(opts, gpu: GpuProperties, target: str, features: ModelFeatures | None = None,
               manifest: Manifest | None = None) -> None:
-    """Refuses GEMM/conv models that would find no kernel choice on a small GPU (Triton templates off there)."""
+    """Refuses GEMM/conv models that would find no kernel choice on a small GPU (Triton templates off there).
+    Convolutions then need the ATen fallback (max_autotune OFF or ATEN among max_autotune_conv_backends), so they are
+    refused where the manifest lacks its shim (conv_shims_missing) and otherwise only without one of those two."""
     if triton_templates_available(gpu, target):
         return
     features = features if features is not None else ModelFeatures(gemms=("unknown",))
@@ -250,19 +278,30 @@ def check_gpu(opts, gpu: GpuProperties, target: str, features: ModelFeatures | N
     why = (f"{gpu.name} has {gpu.sm_count} SMs, fewer than the {MIN_SMS_FOR_TRITON_TEMPLATES} Inductor needs for "
            f"its Triton GEMM/convolution templates (is_big_gpu)" if target != "rocm" else
            f"{gpu.name} (arch major {gpu.major}) is not one Inductor uses Triton GEMM templates on (is_big_gpu)")
+    key = platform_key(getattr(opts, "platform", "linux"), target)
+    bigger = ("an MI200/MI300-class GPU" if target == "rocm" else
+              f"a GPU with at least {MIN_SMS_FOR_TRITON_TEMPLATES} SMs")
     if features.convolutions:
-        raise SmallGpuError(f"{why}, and the model has convolutions ({', '.join(features.convolutions)}), which "
-                            f"need those templates (the ATen fallback aoti_torch_cuda_convolution is not in the "
-                            f"shim library): lower the model on a GPU with at least "
-                            f"{MIN_SMS_FOR_TRITON_TEMPLATES} SMs")
+        convs = ", ".join(features.convolutions)
+        conv_missing = conv_shims_missing(key, manifest)
+        if conv_missing:
+            raise SmallGpuError(f"{why}, and the model has convolutions ({convs}), which need those templates (the "
+                                f"ATen fallback {conv_missing[0]} is not in the {key} shim library, "
+                                f"shims/shim_manifest.tsv): lower the model on {bigger}")
+        conv_backends = getattr(opts, "max_autotune_conv_backends", "TRITON")
+        if opts.max_autotune and "ATEN" not in conv_backends.split(","):
+            raise SmallGpuError(f"{why}, so with max_autotune_conv_backends={conv_backends!r} the convolutions in "
+                                f"this model ({convs}) have no kernel choice: use "
+                                f"max_autotune_conv_backends='ATEN,TRITON' (cuDNN through {ATEN_CONV_SHIMS[0]}) "
+                                f"or max_autotune=OFF")
+        # the ATen fallback runs the convolutions; their 1x1 ones may still become GEMMs (checked below)
     if opts.max_autotune and opts.max_autotune_gemm_backends == "TRITON":
-        key = platform_key(getattr(opts, "platform", "linux"), target)
         if gemm_shims_missing(key, manifest):
-            bigger = ("an MI200/MI300-class GPU" if target == "rocm" else
-                      f"a GPU with at least {MIN_SMS_FOR_TRITON_TEMPLATES} SMs")
             raise SmallGpuError(f"{why}; {PLATFORM_NAMES[key]} builds have no ATen/cuBLAS GEMM shims, so the GEMMs in this model "
                                 f"have no kernel choice there: lower on {bigger}")
-        raise SmallGpuError(f"{why}, so with max_autotune_gemm_backends='TRITON' the GEMMs in this model have no "
+        gemms = ("the GEMMs in this model" if features.gemms else
+                 "the GEMMs Inductor makes of this model's 1x1 convolutions")
+        raise SmallGpuError(f"{why}, so with max_autotune_gemm_backends='TRITON' {gemms} have no "
                             f"kernel choice and Inductor would fail deep inside: use "
                             f"max_autotune_gemm_backends='ATEN,TRITON' (cuBLAS through the aotirt GEMM shims, "
                             f"linux_cuda only)")
@@ -298,6 +337,7 @@ def check_shims(called: Iterable[str], key: str, manifest: Manifest | None = Non
         others = sorted(set().union(*(m.platforms_of[n] for n in elsewhere)))
         fix = ("attention_backend='MATH'" if set(elsewhere) <= set(SDPA_SHIMS) else
                "max_autotune=ON and max_autotune_gemm_backends='TRITON'" +
+               (" and max_autotune_conv_backends='TRITON'" if set(elsewhere) & set(ATEN_CONV_SHIMS) else "") +
                (" and attention_backend='MATH'" if set(elsewhere) & set(SDPA_SHIMS) else ""))
         hint.append(f"{', '.join(elsewhere)} exist only for {', '.join(others)}: for {key} lower with {fix}")
     if nowhere:
@@ -311,15 +351,16 @@ def check_shims(called: Iterable[str], key: str, manifest: Manifest | None = Non
 
 # ---- the platform support table (doctor) ----------------------------------------------------------------------------
 def support_table(manifest: Manifest | None = None) -> str:
-    """A text table: per platform, its shim count, the GEMM backends, max_autotune values and attention backends
-    lowering accepts, and the shims only some platforms have."""
+    """A text table: per platform, its shim count, the GEMM backends, max_autotune values, attention backends and
+    conv backends lowering accepts, and the shims only some platforms have."""
     m = manifest or load_manifest()
-    rows = [("platform", "shims", "GEMM backends", "max_autotune OFF", "attention backends")]
+    rows = [("platform", "shims", "GEMM backends", "max_autotune OFF", "attention backends", "conv backends")]
     for key in PLATFORM_KEYS:
         aten = not gemm_shims_missing(key, m)
         rows.append((key, str(len(m.names(key))), "TRITON, ATEN,TRITON, ATEN" if aten else "TRITON",
                      "yes" if aten else "no (refused)",
-                     "MATH" if attention_shims_missing(key, m) else "MATH, CUDNN"))
+                     "MATH" if attention_shims_missing(key, m) else "MATH, CUDNN",
+                     "TRITON" if conv_shims_missing(key, m) else "TRITON, ATEN,TRITON, ATEN"))
     width = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  " + "  ".join(c.ljust(width[i]) for i, c in enumerate(r)).rstrip() for r in rows]
     partial = sorted(n for n, p in m.platforms_of.items() if p != frozenset(PLATFORM_KEYS))

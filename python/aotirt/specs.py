@@ -20,8 +20,13 @@ VALID_GEMM_BACKENDS = ("TRITON", "ATEN")
 AUTO_GEMM_BACKENDS = "AUTO"
 VALID_GEMM_BACKEND_VALUES = ("TRITON", "ATEN,TRITON", "ATEN", AUTO_GEMM_BACKENDS)
 DEFAULT_GEMM_BACKENDS = "TRITON"
-# Conv: only Triton templates; the ATen conv fallback needs aoti_torch_cuda_convolution, which we do not provide.
-VALID_CONV_BACKENDS = ("TRITON",)
+# Conv backends, a set like the GEMM ones: TRITON (Inductor's conv templates, embedded in the wrapper; they also need
+# TRITON among the GEMM backends) and ATEN (Inductor's ATen conv fallback, a call to the cuDNN shim
+# aoti_torch_cuda_convolution; only where the manifest has it, platforms.conv_shims_missing: linux_cuda).
+# The default stays TRITON until benchmarks (not yet run) decide.
+VALID_CONV_BACKENDS = ("TRITON", "ATEN")
+VALID_CONV_BACKEND_VALUES = ("TRITON", "ATEN,TRITON", "ATEN")
+DEFAULT_CONV_BACKENDS = "TRITON"
 VALID_FLOAT32_MATMUL_PRECISION = ("highest", "high")
 VALID_PLATFORMS = ("linux", "windows")
 # How AUTO times its candidates: whole-model CUDA graph replays (for models that will run captured) or plain calls
@@ -111,9 +116,12 @@ class CompileOptions:
     """User-facing compile options. Values are validated (and normalized) on construction.
 
     max_autotune: let Inductor benchmark kernel choices (slower compile, faster model). OFF makes every GEMM an
-        ATen/cuBLAS shim call (linux_cuda only).
+        ATen/cuBLAS shim call and every convolution a cuDNN shim call (linux_cuda only).
     max_autotune_gemm_backends: "TRITON" (default), "ATEN,TRITON" or "ATEN"; case, spaces and order do not matter.
-    max_autotune_conv_backends: "TRITON" only (the ATen convolution fallback has no shim).
+    max_autotune_conv_backends: "TRITON" (default until benchmarks decide), "ATEN,TRITON" or "ATEN"; case, spaces
+        and order do not matter. ATEN lets Inductor call the cuDNN convolution shim aoti_torch_cuda_convolution
+        (only where the shim manifest has it: linux_cuda); TRITON convolutions also need TRITON among the GEMM
+        backends.
     float32_matmul_precision: "highest" (true fp32) or "high" (TF32 allowed), applied while compiling and recorded in
         the package metadata as "aotirt_float32_matmul_precision" (the runtime applies it per package).
     method_name: the method lowered (ExecuTorch's method_name compile spec; "forward" for aotirt.compile).
@@ -126,13 +134,13 @@ class CompileOptions:
         decomposed into matmuls + softmax, every platform) or "CUDNN" (the fused SDPA kernels, cuDNN / flash /
         memory-efficient, called through the attention shims; only where the shim manifest has them: linux_cuda);
         case and spaces do not matter. Recorded in the package metadata as "aotirt_attention_backend".
-    Combinations a platform cannot run (ATEN, max_autotune OFF or attention_backend CUDNN where the manifest gives
-    the platform no such shims: Windows/ROCm) raise UnsupportedPlatformError.
+    Combinations a platform cannot run (ATEN GEMMs, max_autotune OFF, ATEN convolutions or attention_backend CUDNN
+    where the manifest gives the platform no such shims: Windows/ROCm) raise UnsupportedPlatformError.
     """
 
     max_autotune: bool = True
     max_autotune_gemm_backends: str = DEFAULT_GEMM_BACKENDS
-    max_autotune_conv_backends: str = "TRITON"
+    max_autotune_conv_backends: str = DEFAULT_CONV_BACKENDS
     float32_matmul_precision: str = "highest"
     method_name: str = "forward"
     platform: str = "linux"
@@ -149,7 +157,8 @@ class CompileOptions:
             self.max_autotune_gemm_backends, VALID_GEMM_BACKENDS, "max_autotune_gemm_backends",
             VALID_GEMM_BACKEND_VALUES))
         set_("max_autotune_conv_backends", _normalize_backends(
-            self.max_autotune_conv_backends, VALID_CONV_BACKENDS, "max_autotune_conv_backends"))
+            self.max_autotune_conv_backends, VALID_CONV_BACKENDS, "max_autotune_conv_backends",
+            VALID_CONV_BACKEND_VALUES))
         set_("float32_matmul_precision", _choice(self.float32_matmul_precision, VALID_FLOAT32_MATMUL_PRECISION,
                                                  "float32_matmul_precision"))
         set_("platform", _choice(self.platform, VALID_PLATFORMS, "platform"))
@@ -191,7 +200,8 @@ def validate(opts: CompileOptions) -> None:
         raise SpecError(f"max_autotune must be True or False (ON/OFF in compile specs), got {opts.max_autotune!r}")
     _normalize_backends(opts.max_autotune_gemm_backends, VALID_GEMM_BACKENDS, "max_autotune_gemm_backends",
                         VALID_GEMM_BACKEND_VALUES)
-    _normalize_backends(opts.max_autotune_conv_backends, VALID_CONV_BACKENDS, "max_autotune_conv_backends")
+    _normalize_backends(opts.max_autotune_conv_backends, VALID_CONV_BACKENDS, "max_autotune_conv_backends",
+                        VALID_CONV_BACKEND_VALUES)
     _choice(opts.float32_matmul_precision, VALID_FLOAT32_MATMUL_PRECISION, "float32_matmul_precision")
     if not isinstance(opts.method_name, str) or not opts.method_name.isidentifier():
         raise SpecError(f"method_name={opts.method_name!r} must be a Python identifier such as 'forward'")

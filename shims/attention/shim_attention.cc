@@ -4,10 +4,10 @@
 #include <initializer_list>
 #include <memory>
 
-#include "shims/attention/cudnn_loader.h"
 #include "shims/attention/sdpa_executor.h"
 #include "shims/attention/sdpa_plan.h"
 #include "shims/common/error.h"
+#include "shims/cudnn/cudnn_loader.h"
 #include "shims/cuda/device.h"
 #include "shims/include/aotirt/shim.h"
 #include "shims/tensor/tensor.h"
@@ -196,7 +196,7 @@ AOTITorchError aoti_torch_cuda__scaled_dot_product_cudnn_attention(
 AOTITorchError aotirt_cudnn_add_search_dir(const char* dir) {
   AOTIRT_SHIM_BOUNDARY("aotirt_cudnn_add_search_dir", {
     AOTIRT_CHECK(dir != nullptr, "aotirt_cudnn_add_search_dir", "dir is null");
-    aotirt::attention::AddCudnnSearchDir(dir);
+    aotirt::cudnn::AddCudnnSearchDir(dir);
   })
 }
 

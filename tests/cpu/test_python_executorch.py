@@ -61,6 +61,30 @@ def test_unknown_backend_value_is_refused_listing_valid_ones():
         ax.CudaPartitioner([ax.CompileSpec("max_autotune_gemm_backends", b"CUTLASS")])
 
 
+# ---- max_autotune_conv_backends through the door ----------------------------------------------------------------
+@pytest.mark.parametrize("value,canonical", [(b"ATEN,TRITON", "ATEN,TRITON"), (b"triton, aten", "ATEN,TRITON"),
+                                             (b"ATEN", "ATEN"), (b"TRITON", "TRITON")])
+def test_conv_backends_spec_parses_like_the_gemm_spec(value, canonical):
+    p = ax.CudaPartitioner(SEED_SPECS() + [ax.CompileSpec("max_autotune_conv_backends", value)])
+    assert p.options == CompileOptions(max_autotune_gemm_backends="ATEN,TRITON", method_name="forward",
+                                       max_autotune_conv_backends=canonical)
+    assert aotirt.inductor_options(p.options, target="cuda")["max_autotune_conv_backends"] == canonical
+    if ax.HAVE_EXECUTORCH:  # handed on to the backend as given
+        assert ("max_autotune_conv_backends", value) in [(s.key, s.value) for s in p.delegation_spec.compile_specs]
+
+
+@pytest.mark.parametrize("extra,error,match", [
+    ([ax.CompileSpec("max_autotune_conv_backends", b"CUTLASS")], aotirt.SpecError,
+     r"valid: \['TRITON', 'ATEN,TRITON', 'ATEN'\]"),
+    ([ax.CompileSpec("target", b"rocm"), ax.CompileSpec("max_autotune_conv_backends", b"ATEN,TRITON")],
+     aotirt.UnsupportedPlatformError, r"rocm: max_autotune_conv_backends='ATEN,TRITON'.*use "
+                                      r"max_autotune_conv_backends='TRITON'"),
+])
+def test_bad_conv_backend_specs_are_refused_when_the_partitioner_is_made(extra, error, match):
+    with pytest.raises(error, match=match):
+        ax.CudaPartitioner([ax.CudaBackend.generate_method_name_compile_spec("forward")] + extra)
+
+
 # ---- attention_backend through the door ----------------------------------------------------------------------------
 @pytest.mark.parametrize("value,canonical", [(b"CUDNN", "CUDNN"), (b"cudnn ", "CUDNN"), (b"MATH", "MATH")])
 def test_attention_backend_spec_parses_like_the_gemm_spec(value, canonical):

@@ -259,9 +259,38 @@ def test_conv_with_aten_only_is_refused_before_inductor(past_the_gpu_checks, no_
     assert not (tmp_path / "m.pt2").exists()
 
 
-def test_conv_without_autotune_is_refused_naming_the_convolution_shim(past_the_gpu_checks, no_inductor):
-    with pytest.raises(aotirt.UnsupportedShimError, match="aoti_torch_cuda_convolution"):
+def test_conv_without_autotune_is_refused_naming_the_convolution_shim_where_the_manifest_lacks_it(
+        past_the_gpu_checks, no_inductor, tmp_path, monkeypatch):
+    text = open(platforms.manifest_path()).read()
+    assert "\naoti_torch_cuda_convolution\t" in text
+    without = tmp_path / "no_conv.tsv"
+    without.write_text("".join(line for line in text.splitlines(True)
+                               if not line.startswith("aoti_torch_cuda_convolution\t")))
+    monkeypatch.setenv(platforms.MANIFEST_ENV, str(without))
+    with pytest.raises(aotirt.UnsupportedShimError, match="aoti_torch_cuda_convolution, which the linux_cuda"):
         aotirt.compile(ConvNet(), (torch.randn(1, 3, 8, 8),), options=aotirt.CompileOptions(max_autotune=False))
+
+
+class _ReachedInductor(Exception):
+    pass
+
+
+@pytest.mark.parametrize("opts", [aotirt.CompileOptions(max_autotune=False),
+                                  aotirt.CompileOptions(max_autotune_gemm_backends="ATEN",
+                                                        max_autotune_conv_backends="ATEN,TRITON")])
+def test_conv_reaches_inductor_with_the_cudnn_fallback_on_linux_cuda(past_the_gpu_checks, monkeypatch, opts):
+    """The manifest gives linux_cuda aoti_torch_cuda_convolution: no refusal, Inductor gets the conv backends."""
+    seen = {}
+
+    def fake(ep, package_path=None, inductor_configs=None):
+        seen.update(inductor_configs)
+        raise _ReachedInductor()
+    monkeypatch.setattr(torch._inductor, "aoti_compile_and_package", fake)
+    with pytest.raises(aotirt.LoweringError, match="AOTInductor compilation failed: _ReachedInductor") as info:
+        aotirt.compile(ConvNet(), (torch.randn(1, 3, 8, 8),), options=opts)
+    assert isinstance(info.value.__cause__, _ReachedInductor)
+    assert seen["max_autotune_conv_backends"] == opts.max_autotune_conv_backends
+    assert seen["max_autotune"] is opts.max_autotune
 
 
 def test_small_gpu_is_refused_suggesting_aten_triton(past_the_gpu_checks, no_inductor, monkeypatch):

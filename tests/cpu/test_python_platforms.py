@@ -1,6 +1,7 @@
 """aotirt.platforms: per-platform shim sets from the manifest, the refusals, small-GPU detection, the shim scan."""
 import dataclasses
 import os
+import re
 import sys
 import types
 
@@ -19,6 +20,8 @@ GEMM_SHIMS = {"aoti_torch_cuda_mm_out", "aoti_torch_cuda_addmm_out", "aoti_torch
 SDPA_SHIMS = {"aoti_torch_cuda__scaled_dot_product_flash_attention",
               "aoti_torch_cuda__scaled_dot_product_efficient_attention",
               "aoti_torch_cuda__scaled_dot_product_cudnn_attention"}
+# Typed here on purpose too: the name Inductor's ATen convolution fallback calls.
+CONV_SHIM = "aoti_torch_cuda_convolution"
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +39,11 @@ def test_gemm_shims_are_linux_cuda_only(man):
     assert GEMM_SHIMS <= platforms.supported_shims("linux_cuda", man)
     for key in ("windows_cuda", "rocm"):
         assert not GEMM_SHIMS & platforms.supported_shims(key, man)
-    assert "aoti_torch_cuda_convolution" not in set().union(*(man.names(k) for k in platforms.PLATFORM_KEYS))
+    assert CONV_SHIM in platforms.supported_shims("linux_cuda", man)  # the cuDNN convolution: linux_cuda only
+    for key in ("windows_cuda", "rocm"):
+        assert CONV_SHIM not in platforms.supported_shims(key, man)
+        assert platforms.conv_shims_missing(key, man) == [CONV_SHIM]
+    assert platforms.conv_shims_missing("linux_cuda", man) == []
     assert "aoti_torch_empty_strided" in platforms.supported_shims("rocm", man)
 
 
@@ -102,6 +109,11 @@ def _with_sdpa_on(tmp_path, monkeypatch, keys, names=frozenset(SDPA_SHIMS)):
     return platforms.load_manifest()
 
 
+def _with_conv_on(tmp_path, monkeypatch, keys):
+    """A copy of the real manifest whose convolution shim is exported by `keys` (none: the line is left out)."""
+    return _with_sdpa_on(tmp_path, monkeypatch, keys, {CONV_SHIM})
+
+
 def test_sdpa_shims_are_linux_cuda_only(man):
     assert set(platforms.SDPA_SHIMS) == SDPA_SHIMS
     assert SDPA_SHIMS <= platforms.supported_shims("linux_cuda", man)
@@ -155,12 +167,12 @@ def test_attention_refusals_are_derived_from_the_manifest(tmp_path, monkeypatch)
         aotirt.CompileOptions(target="cuda", attention_backend="CUDNN")
 
 
-def test_support_table_lists_the_attention_backends(man):
-    rows = platforms.support_table(man).splitlines()
-    assert "attention backends" in rows[0]
-    by_key = {r.split()[0]: r for r in rows[1:4]}
-    assert by_key["linux_cuda"].endswith("MATH, CUDNN")
-    assert by_key["windows_cuda"].endswith("MATH") and by_key["rocm"].endswith("MATH")
+def test_support_table_lists_the_attention_and_conv_backends(man):
+    rows = [re.split(r"\s{2,}", r.strip()) for r in platforms.support_table(man).splitlines()[:4]]
+    assert rows[0][4:] == ["attention backends", "conv backends"]
+    by_key = {r[0]: r[4:] for r in rows[1:]}
+    assert by_key["linux_cuda"] == ["MATH, CUDNN", "TRITON, ATEN,TRITON, ATEN"]
+    assert by_key["windows_cuda"] == by_key["rocm"] == ["MATH", "TRITON"]
 
 
 @pytest.mark.parametrize("key", ["windows_cuda", "rocm"])
@@ -226,14 +238,17 @@ def test_every_missing_shim_is_listed_sorted_once(man, key):
     assert info.value.shims == want
     msg = str(info.value)
     assert f"4 shim(s) that the {key} shim library does not export: " + ", ".join(want) in msg
-    assert "exist only for linux_cuda" in msg and "max_autotune_gemm_backends='TRITON'" in msg
-    assert "aoti_torch_cuda_convolution exist on no aotirt platform" in msg
+    assert (f"{', '.join(want)} exist only for linux_cuda: for {key} lower with max_autotune=ON and "
+            f"max_autotune_gemm_backends='TRITON' and max_autotune_conv_backends='TRITON'") in msg
+    assert "exist on no aotirt platform" not in msg
 
 
-def test_linux_refuses_the_convolution_fallback_by_name(man):
+def test_linux_accepts_the_convolution_fallback_unless_the_manifest_lacks_it(man, tmp_path, monkeypatch):
+    platforms.check_shims({CONV_SHIM, "aoti_torch_empty_strided"}, "linux_cuda", man)
+    without = _with_conv_on(tmp_path, monkeypatch, [])
     with pytest.raises(aotirt.UnsupportedShimError, match="linux_cuda shim library does not export: "
                                                           "aoti_torch_cuda_convolution"):
-        platforms.check_shims({"aoti_torch_cuda_convolution", "aoti_torch_empty_strided"}, "linux_cuda", man)
+        platforms.check_shims({CONV_SHIM, "aoti_torch_empty_strided"}, "linux_cuda", without)
 
 
 # ---- model rules ----------------------------------------------------------------------------------------------------
@@ -279,14 +294,59 @@ CONV = platforms.ModelFeatures(gemms=(), convolutions=("conv2d",))
 
 def test_convolution_with_aten_only_is_refused_up_front():
     with pytest.raises(aotirt.UnsupportedShimError, match=r"convolutions \(conv2d\).*NoValidChoicesError.*"
-                                                          r"use max_autotune_gemm_backends='ATEN,TRITON'"):
+                                                          r"use max_autotune_gemm_backends='ATEN,TRITON' or "
+                                                          r"max_autotune_conv_backends='ATEN,TRITON'"):
         platforms.check_model(aotirt.CompileOptions(max_autotune_gemm_backends="ATEN"), CONV, "linux_cuda")
 
 
-def test_convolution_with_max_autotune_off_is_refused_naming_the_shim():
+@pytest.mark.parametrize("conv", ["ATEN", "ATEN,TRITON"])
+def test_convolution_with_aten_gemms_and_aten_convs_is_fine_on_linux_cuda(conv):
+    """ATEN among the conv backends gives Inductor the cuDNN fallback, whatever the GEMM backends."""
+    opts = aotirt.CompileOptions(max_autotune_gemm_backends="ATEN", max_autotune_conv_backends=conv)
+    platforms.check_model(opts, CONV, "linux_cuda")
+
+
+def test_convolution_with_max_autotune_off_is_fine_on_linux_cuda():
+    platforms.check_model(aotirt.CompileOptions(max_autotune=False), CONV, "linux_cuda")
+
+
+@pytest.mark.parametrize("key", ["windows_cuda", "rocm"])
+@pytest.mark.parametrize("field,value,how", [("max_autotune", False, "max_autotune=OFF"),
+                                             ("max_autotune_conv_backends", "ATEN,TRITON",
+                                              "max_autotune_conv_backends='ATEN,TRITON'")])
+def test_convolution_fallback_is_refused_naming_the_shim_where_the_manifest_lacks_it(man, key, field, value, how):
+    # CompileOptions(platform=...) with these fields refuses in its constructor (check_options): the model rule
+    # itself, on the same fields
+    opts = types.SimpleNamespace(**{**dataclasses.asdict(aotirt.CompileOptions()), field: value})
+    with pytest.raises(aotirt.UnsupportedShimError, match=f"{re.escape(how)} Inductor .* aoti_torch_cuda_convolution, "
+                                                          f"which the {key} shim library does not have.*use "
+                                                          f"max_autotune=ON with max_autotune_conv_backends='TRITON'"
+                       ) as i:
+        platforms.check_model(opts, CONV, key, man)
+    assert i.value.shims == [CONV_SHIM]
+
+
+def test_convolution_fallback_refusal_is_derived_from_the_manifest(tmp_path, monkeypatch):
+    """No platform is typed as 'without the convolution shim': take it from linux_cuda in the manifest and
+    max_autotune OFF / ATEN conv backends are refused there; give it to ROCm and they are accepted there."""
+    without = _with_conv_on(tmp_path, monkeypatch, [])
+    assert platforms.conv_shims_missing("linux_cuda") == [CONV_SHIM]
     with pytest.raises(aotirt.UnsupportedShimError, match="aoti_torch_cuda_convolution, which the linux_cuda") as i:
-        platforms.check_model(aotirt.CompileOptions(max_autotune=False), CONV, "linux_cuda")
-    assert i.value.shims == ["aoti_torch_cuda_convolution"]
+        platforms.check_model(aotirt.CompileOptions(max_autotune=False), CONV, "linux_cuda", without)
+    assert i.value.shims == [CONV_SHIM]
+    with pytest.raises(aotirt.UnsupportedPlatformError,
+                       match=r"cannot lower for linux_cuda: max_autotune_conv_backends='ATEN' .*Linux CUDA build "
+                             r"lacks: use max_autotune_conv_backends='TRITON'"):
+        aotirt.CompileOptions(target="cuda", max_autotune_conv_backends="ATEN")
+    with pytest.raises(aotirt.UnsupportedShimError, match="NoValidChoicesError") as i:
+        platforms.check_model(aotirt.CompileOptions(max_autotune_gemm_backends="ATEN"), CONV, "linux_cuda")
+    assert str(i.value).endswith("use max_autotune_gemm_backends='ATEN,TRITON'")  # no cuDNN hint without the shim
+    with_rocm = _with_conv_on(tmp_path, monkeypatch, ["linux_cuda", "rocm"])
+    assert platforms.conv_shims_missing("rocm") == []
+    opts = aotirt.CompileOptions(target="rocm", max_autotune_conv_backends="aten")
+    assert platforms.check_options(opts, "rocm") == "rocm"
+    platforms.check_model(opts, CONV, "rocm", with_rocm)
+    assert platforms.support_table(with_rocm).splitlines()[3].endswith("TRITON, ATEN,TRITON, ATEN")  # the rocm row
 
 
 @pytest.mark.parametrize("backends", ["TRITON", "ATEN,TRITON"])
@@ -329,9 +389,43 @@ def test_small_gpu_without_gemms_is_fine_and_big_gpu_always():
     platforms.check_gpu(aotirt.CompileOptions(), H200, "cuda", GEMM)
 
 
-def test_small_gpu_with_convolutions_is_refused_whatever_the_backends():
-    with pytest.raises(aotirt.SmallGpuError, match="convolutions.*at least 68 SMs"):
-        platforms.check_gpu(aotirt.CompileOptions(max_autotune_gemm_backends="ATEN,TRITON"), ORIN, "cuda", CONV)
+@pytest.mark.parametrize("gemm", ["TRITON", "ATEN,TRITON"])
+def test_small_gpu_with_triton_convolutions_is_refused_suggesting_aten_convs(gemm):
+    with pytest.raises(aotirt.SmallGpuError, match=r"with max_autotune_conv_backends='TRITON' the convolutions in "
+                                                   r"this model \(conv2d\) have no kernel choice: use "
+                                                   r"max_autotune_conv_backends='ATEN,TRITON' .*or max_autotune=OFF"):
+        platforms.check_gpu(aotirt.CompileOptions(max_autotune_gemm_backends=gemm), ORIN, "cuda", CONV)
+
+
+@pytest.mark.parametrize("opts", [
+    aotirt.CompileOptions(max_autotune_gemm_backends="ATEN,TRITON", max_autotune_conv_backends="ATEN,TRITON"),
+    aotirt.CompileOptions(max_autotune_gemm_backends="ATEN", max_autotune_conv_backends="ATEN"),
+    aotirt.CompileOptions(max_autotune=False)])
+def test_small_gpu_with_convolutions_and_the_cudnn_fallback_is_fine_on_linux_cuda(opts):
+    platforms.check_gpu(opts, ORIN, "cuda", CONV)
+    platforms.check_gpu(opts, ORIN, "cuda", platforms.ModelFeatures(gemms=("addmm",), convolutions=("conv2d",)))
+
+
+def test_small_gpu_with_aten_convs_but_triton_gemms_is_refused_for_the_1x1_convolution_gemms():
+    opts = aotirt.CompileOptions(max_autotune_conv_backends="ATEN")
+    with pytest.raises(aotirt.SmallGpuError, match="the GEMMs Inductor makes of this model's 1x1 convolutions have "
+                                                   "no kernel choice.*max_autotune_gemm_backends='ATEN,TRITON'"):
+        platforms.check_gpu(opts, ORIN, "cuda", CONV)
+
+
+def test_small_gpu_with_convolutions_is_refused_whatever_the_backends_where_the_manifest_lacks_the_shim(
+        tmp_path, monkeypatch):
+    without = _with_conv_on(tmp_path, monkeypatch, [])
+    for opts in (aotirt.CompileOptions(max_autotune=False),
+                 types.SimpleNamespace(**{**dataclasses.asdict(aotirt.CompileOptions()),
+                                          "max_autotune_conv_backends": "ATEN,TRITON"})):
+        with pytest.raises(aotirt.SmallGpuError, match="convolutions.*aoti_torch_cuda_convolution is not in the "
+                                                       "linux_cuda shim library.*at least 68 SMs"):
+            platforms.check_gpu(opts, ORIN, "cuda", CONV, without)
+    mi100 = platforms.GpuProperties("MI100", 120, 8, 0)  # ROCm: the real manifest has no conv shim there
+    with pytest.raises(aotirt.SmallGpuError, match="aoti_torch_cuda_convolution is not in the rocm shim library.*"
+                                                   "MI200/MI300-class GPU"):
+        platforms.check_gpu(aotirt.CompileOptions(target="rocm"), mi100, "rocm", CONV)
 
 
 def test_rocm_small_arch_is_refused_without_suggesting_aten():

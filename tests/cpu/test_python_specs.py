@@ -89,7 +89,11 @@ def test_target_is_detected_from_torch_version_hip(monkeypatch):
     ({"max_autotune_gemm_backends": "TRITON;ATEN"}, r"\['TRITON;ATEN'\]"),
     ({"max_autotune_gemm_backends": " , "}, "empty value"),
     ({"max_autotune_gemm_backends": ["TRITON"]}, "must be a string, one of"),
-    ({"max_autotune_conv_backends": "ATEN"}, r"\['ATEN'\]; valid: \['TRITON'\]"),
+    ({"max_autotune_conv_backends": "CUTLASS"}, r"\['CUTLASS'\]; valid: \['TRITON', 'ATEN,TRITON', 'ATEN'\]"),
+    ({"max_autotune_conv_backends": "AUTO"}, r"\['AUTO'\]; valid: \['TRITON', 'ATEN,TRITON', 'ATEN'\]"),
+    ({"max_autotune_conv_backends": "TRITON,CK"}, r"\['CK'\]; valid: \['TRITON', 'ATEN,TRITON', 'ATEN'\]"),
+    ({"max_autotune_conv_backends": " , "}, "max_autotune_conv_backends=' , ' has an empty value"),
+    ({"max_autotune_conv_backends": None}, "max_autotune_conv_backends must be a string, one of"),
     ({"float32_matmul_precision": "medium"}, r"'medium' is not valid; valid: \['highest', 'high'\]"),
     ({"max_autotune": "yes"}, "max_autotune must be True or False"),
     ({"max_autotune": 1}, "max_autotune must be True or False"),
@@ -126,6 +130,61 @@ def test_platform_refusals_say_what_to_change(kwargs, match):
     with pytest.raises(aotirt.UnsupportedPlatformError, match=match) as info:
         aotirt.CompileOptions(**kwargs)
     assert isinstance(info.value, aotirt.LoweringError)
+
+
+# ---- max_autotune_conv_backends (TRITON conv templates / the cuDNN convolution shim) ----------------------------------
+@pytest.mark.parametrize("given,canonical", [
+    ("TRITON", "TRITON"), (" triton", "TRITON"), ("ATEN,TRITON", "ATEN,TRITON"), ("triton, aten", "ATEN,TRITON"),
+    ("TRITON,ATEN,triton", "ATEN,TRITON"), ("aten", "ATEN"), (" Aten ", "ATEN"),
+])
+def test_conv_backend_values_are_normalized_and_passed_to_inductor(given, canonical):
+    opts = aotirt.CompileOptions(max_autotune_conv_backends=given)
+    assert opts.max_autotune_conv_backends == canonical
+    out = aotirt.inductor_options(opts, target="cuda")
+    assert out["max_autotune_conv_backends"] == canonical
+    assert out["max_autotune_gemm_backends"] == "TRITON" and out["aot_inductor.metadata"] == _meta()
+
+
+def test_conv_backends_default_to_triton():
+    assert aotirt.CompileOptions().max_autotune_conv_backends == specs.DEFAULT_CONV_BACKENDS == "TRITON"
+
+
+@pytest.mark.parametrize("kwargs,key", [({"platform": "windows"}, "windows_cuda"), ({"target": "rocm"}, "rocm")])
+@pytest.mark.parametrize("conv", ["ATEN", "aten,triton"])
+def test_aten_conv_backends_are_refused_without_the_conv_shim_suggesting_triton(kwargs, key, conv):
+    norm = "ATEN" if conv == "ATEN" else "ATEN,TRITON"
+    with pytest.raises(aotirt.UnsupportedPlatformError,
+                       match=rf"cannot lower for {key}: max_autotune_conv_backends='{norm}' lets Inductor call the "
+                             rf"ATen/cuDNN convolution shim aoti_torch_cuda_convolution, which the .* build lacks: "
+                             rf"use max_autotune_conv_backends='TRITON' \(aoti_torch_cuda_convolution is not in its "
+                             rf"set in shims/shim_manifest.tsv\)"):
+        aotirt.CompileOptions(max_autotune_conv_backends=conv, **kwargs)
+    opts = aotirt.CompileOptions(max_autotune_conv_backends="TRITON", **kwargs)  # TRITON: fine there
+    assert aotirt.inductor_options(opts)["max_autotune_conv_backends"] == "TRITON"
+
+
+@pytest.mark.parametrize("conv", ["ATEN", "ATEN,TRITON"])
+def test_aten_conv_backends_are_accepted_on_linux_cuda(conv):
+    opts = aotirt.CompileOptions(target="cuda", max_autotune_conv_backends=conv)
+    assert opts.platform_key() == "linux_cuda"
+    assert aotirt.inductor_options(opts)["max_autotune_conv_backends"] == conv
+
+
+def test_conv_backends_in_inductor_configs_are_validated_override_and_obey_platform_rules():
+    out = aotirt.inductor_options(aotirt.CompileOptions(), {"max_autotune_conv_backends": "triton,aten"},
+                                  target="cuda")
+    assert out["max_autotune_conv_backends"] == "ATEN,TRITON"
+    with pytest.raises(aotirt.SpecError, match=r"valid: \['TRITON', 'ATEN,TRITON', 'ATEN'\]"):
+        aotirt.inductor_options(aotirt.CompileOptions(), {"max_autotune_conv_backends": "CUTLASS"}, target="cuda")
+    with pytest.raises(aotirt.UnsupportedPlatformError, match="use max_autotune_conv_backends='TRITON'"):
+        aotirt.inductor_options(aotirt.CompileOptions(target="rocm"), {"max_autotune_conv_backends": "ATEN"})
+
+
+def test_gemm_and_conv_platform_problems_are_listed_at_once():
+    with pytest.raises(aotirt.UnsupportedPlatformError) as info:
+        aotirt.CompileOptions(platform="windows", max_autotune_gemm_backends="ATEN", max_autotune_conv_backends="ATEN")
+    msg = str(info.value)
+    assert "use max_autotune_gemm_backends='TRITON'" in msg and "use max_autotune_conv_backends='TRITON'" in msg
 
 
 def test_both_platform_problems_are_listed_at_once():
@@ -275,6 +334,10 @@ class Spec:
     ([Spec("max_autotune_gemm_backends", b"ATEN,TRITON"), Spec("attention_backend", b"CUDNN")],
      aotirt.CompileOptions(max_autotune_gemm_backends="ATEN,TRITON", attention_backend="CUDNN")),
     ([Spec("target", b"rocm"), Spec("attention_backend", b"MATH")], aotirt.CompileOptions(target="rocm")),
+    ([Spec("max_autotune_conv_backends", b"triton, aten")],
+     aotirt.CompileOptions(max_autotune_conv_backends="ATEN,TRITON")),
+    ([Spec("max_autotune_conv_backends", b"ATEN")], aotirt.CompileOptions(max_autotune_conv_backends="ATEN")),
+    ([Spec("max_autotune_conv_backends", b"TRITON")], aotirt.CompileOptions()),
 ])
 def test_compile_specs_parse_to_options(specs_, expected):
     opts, extra = specs.options_from_compile_specs(specs_ + [Spec("target_device", b"cuda:1")])
@@ -300,6 +363,11 @@ def test_compile_specs_parse_to_options(specs_, expected):
      r"windows_cuda: attention_backend='CUDNN'.*use attention_backend='MATH'"),
     ([Spec("target", b"rocm"), Spec("attention_backend", b"cudnn")], aotirt.UnsupportedPlatformError,
      r"rocm: attention_backend='CUDNN'.*use attention_backend='MATH'"),
+    ([Spec("max_autotune_conv_backends", b"CUTLASS")], aotirt.SpecError,
+     r"valid: \['TRITON', 'ATEN,TRITON', 'ATEN'\]"),
+    ([Spec("platform", b"windows"), Spec("max_autotune_conv_backends", b"ATEN,TRITON")],
+     aotirt.UnsupportedPlatformError, r"windows_cuda: max_autotune_conv_backends='ATEN,TRITON'.*use "
+                                      r"max_autotune_conv_backends='TRITON'"),
 ])
 def test_bad_compile_specs_are_refused(specs_, error, match):
     with pytest.raises(error, match=match):

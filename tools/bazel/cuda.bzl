@@ -54,7 +54,7 @@ cc_library(name = "cublaslt_headers", hdrs = glob(["cublaslt_include/*.h"]), inc
 cc_library(name = "cudnn_headers", hdrs = glob(["cudnn_include/*.h"]), includes = ["cudnn_include"],
            deps = [":cuda_headers"])
 # Header-only graph API, built with NV_CUDNN_FRONTEND_USE_DYNAMIC_LOADING: cuDNN's entry points come from dlsym on
-# cudnn_frontend::cudnn_dlhandle, which our loader sets (shims/attention/cudnn_loader.cc).
+# cudnn_frontend::cudnn_dlhandle, which our loader sets (shims/cudnn/cudnn_loader.cc).
 cc_library(name = "cudnn_frontend_headers",
            hdrs = glob(["cudnn_frontend/include/**/*.h", "cudnn_frontend/include/**/*.hpp", "cudnn_frontend/include/**/*.inl"]),
            includes = ["cudnn_frontend/include"], defines = ["NV_CUDNN_FRONTEND_USE_DYNAMIC_LOADING", "CUDNN_FRONTEND_SKIP_JSON_LIB"],

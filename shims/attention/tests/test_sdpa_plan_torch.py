@@ -3,31 +3,17 @@ layouts Inductor passes (contiguous, [B, T, H, D] transposed, slices of a fused 
 size-1 dims with odd strides), every output the plan allocates has the sizes and strides torch's meta function gives
 (Inductor bakes those strides into the code that reads the outputs), and the plan refuses what the shim cannot run."""
 import math
-import os
-import sys
 
 import pytest
+import testing_module
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 
-def _import_attention_testing():
-    here = os.path.dirname(os.path.abspath(__file__))
-    candidates = [os.path.join(here, "..")]
-    srcdir = os.environ.get("TEST_SRCDIR")
-    if srcdir:
-        candidates.insert(0, os.path.join(srcdir, os.environ.get("TEST_WORKSPACE", "aotirt"), "shims", "attention"))
-    for c in candidates:
-        if os.path.exists(os.path.join(c, "_attention_testing.so")):
-            sys.path.insert(0, c)
-            break
-    import _attention_testing  # noqa: E402
-
-    return _attention_testing
 
 
-at = _import_attention_testing()
+at = testing_module.load("_attention_testing", "shims/attention")
 CODES = {torch.float16: 5, torch.bfloat16: 15, torch.float32: 6, torch.bool: 11}
 SETTINGS = dict(max_examples=300, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 aten = torch.ops.aten

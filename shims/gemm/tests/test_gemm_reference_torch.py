@@ -2,31 +2,17 @@
 shapes, strides (transposes, slices, size-1 dims with odd strides, zero batch strides, expanded bias, scalar/column
 self), dtypes and beta/alpha. Also checks that storage outside `out` is untouched and NaN in an ignored self never
 leaks."""
-import os
-import sys
 
 import pytest
+import testing_module
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 
-def _import_gemm_testing():
-    here = os.path.dirname(os.path.abspath(__file__))
-    candidates = [os.path.join(here, "..")]
-    srcdir = os.environ.get("TEST_SRCDIR")
-    if srcdir:
-        candidates.insert(0, os.path.join(srcdir, os.environ.get("TEST_WORKSPACE", "aotirt"), "shims", "gemm"))
-    for c in candidates:
-        if os.path.exists(os.path.join(c, "_gemm_testing.so")):
-            sys.path.insert(0, c)
-            break
-    import _gemm_testing  # noqa: E402
-
-    return _gemm_testing
 
 
-gt = _import_gemm_testing()
+gt = testing_module.load("_gemm_testing", "shims/gemm")
 
 CODES = {torch.float32: 6, torch.float16: 5, torch.bfloat16: 15, torch.int8: 1, torch.int32: 3, torch.float64: 7}
 SENTINEL = 768.0  # exact in every dtype used here

@@ -156,6 +156,14 @@ AOTIRT_EXPORT AOTITorchError aoti_torch_cuda__scaled_dot_product_cudnn_attention
     int32_t compute_log_sumexp, double dropout_p, int32_t is_causal, int32_t return_debug_mask, double* scale,
     AtenTensorHandle* ret0, AtenTensorHandle* ret1, AtenTensorHandle* ret2, AtenTensorHandle* ret3, int64_t* ret4,
     int64_t* ret5, AtenTensorHandle* ret6, AtenTensorHandle* ret7, AtenTensorHandle* ret8);
+// ---- Convolution on cuDNN (Linux CUDA only; PyTorch's c_shim_cuda.h signature). ret0: a new reference.
+AOTIRT_EXPORT AOTITorchError aoti_torch_cuda_convolution(AtenTensorHandle input, AtenTensorHandle weight,
+                                                        AtenTensorHandle* bias, const int64_t* stride,
+                                                        int64_t stride_len_, const int64_t* padding,
+                                                        int64_t padding_len_, const int64_t* dilation,
+                                                        int64_t dilation_len_, int32_t transposed,
+                                                        const int64_t* output_padding, int64_t output_padding_len_,
+                                                        int64_t groups, AtenTensorHandle* ret0);
 // Adds a folder to search for libcudnn.so.9 (before the first attention call; the Python package adds the
 // nvidia-cudnn-cu13 wheel's nvidia/cudnn/lib).
 AOTIRT_EXPORT AOTITorchError aotirt_cudnn_add_search_dir(const char* dir);

@@ -25,6 +25,7 @@ GEMM_SETTINGS_RE = re.compile(r"^aotirt_gemm_\w+$")
 SDPA_SHIMS = ("aoti_torch_cuda__scaled_dot_product_flash_attention",
               "aoti_torch_cuda__scaled_dot_product_efficient_attention",
               "aoti_torch_cuda__scaled_dot_product_cudnn_attention")
+CUDNN_ONLY = ("aotirt_cudnn_add_search_dir", "aoti_torch_cuda_convolution")
 
 
 def test_the_parser_is_the_packages_own():
@@ -75,7 +76,7 @@ def test_gemm_shims_are_linux_cuda_only(entries):
     # Conversely, everything outside a vendor-library family (GEMMs on cuBLASLt, attention on cuDNN) is on every
     # platform (a Linux-only plain shim would be a silent Windows gap).
     for e in entries:
-        if GEMM_SETTINGS_RE.match(e.name) or e.name in SDPA_SHIMS or e.name == "aotirt_cudnn_add_search_dir":
+        if GEMM_SETTINGS_RE.match(e.name) or e.name in SDPA_SHIMS + CUDNN_ONLY:
             assert e.platforms == frozenset({"linux_cuda"}), (e.name, sorted(e.platforms))
         elif not GEMM_RE.match(e.name):
             assert e.platforms == frozenset(manifest.PLATFORMS), (e.name, sorted(e.platforms))
@@ -83,7 +84,7 @@ def test_gemm_shims_are_linux_cuda_only(entries):
 
 def test_attention_shims_are_linux_cuda_only_on_cudnn(entries):
     by_name = {e.name: e for e in entries}
-    for name in SDPA_SHIMS + ("aotirt_cudnn_add_search_dir",):
+    for name in SDPA_SHIMS + CUDNN_ONLY:
         assert by_name[name].platforms == frozenset({"linux_cuda"}), name
         assert by_name[name].note.startswith("cuDNN"), (name, by_name[name].note)
 

@@ -1,7 +1,7 @@
 // The cuDNN loader on a CPU machine: dlopen by full path works without a GPU, so this checks that the real
 // libcudnn.so.9 of the nvidia-cudnn-cu13 wheel is accepted with its version, that missing libraries and libraries
 // that are not cuDNN are reported with every place tried, and that the search order honours the environment.
-#include "shims/attention/cudnn_loader.h"
+#include "shims/cudnn/cudnn_loader.h"
 
 #include <gtest/gtest.h>
 #include <limits.h>
@@ -11,7 +11,7 @@
 #include <string>
 
 namespace aotirt {
-namespace attention {
+namespace cudnn {
 namespace {
 
 std::string g_cudnn;  // argv[1]: the build's libcudnn.so.9 (a link into the wheel)
@@ -65,11 +65,11 @@ TEST(CudnnLoader, CandidatesFollowTheSearchOrder) {
 }
 
 }  // namespace
-}  // namespace attention
+}  // namespace cudnn
 }  // namespace aotirt
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
-  if (argc > 1) aotirt::attention::g_cudnn = argv[1];
+  if (argc > 1) aotirt::cudnn::g_cudnn = argv[1];
   return RUN_ALL_TESTS();
 }

@@ -4,15 +4,15 @@
 // nvidia/cudnn/lib). The handle becomes cudnn_frontend::cudnn_dlhandle, through which the header-only frontend
 // (built with NV_CUDNN_FRONTEND_USE_DYNAMIC_LOADING) resolves every cuDNN entry point. When nothing loads, the error
 // names libcudnn.so.9 and every place tried; the process goes on and every later call fails fast with it.
-#ifndef AOTIRT_ATTENTION_CUDNN_LOADER_H_
-#define AOTIRT_ATTENTION_CUDNN_LOADER_H_
+#ifndef AOTIRT_CUDNN_CUDNN_LOADER_H_
+#define AOTIRT_CUDNN_CUDNN_LOADER_H_
 
 #include <cstddef>
 #include <string>
 #include <vector>
 
 namespace aotirt {
-namespace attention {
+namespace cudnn {
 
 constexpr const char* kCudnnSoname = "libcudnn.so.9";
 constexpr size_t kMinCudnnVersion = 90000;  // cuDNN 9: the SDPA graph API the frontend builds on
@@ -34,6 +34,6 @@ CudnnLoadResult LoadCudnn(const std::vector<std::string>& candidates);
 // NotSupportedError(fn + ": " + reason) when unavailable.
 const CudnnLoadResult& Cudnn(const char* fn);
 
-}  // namespace attention
+}  // namespace cudnn
 }  // namespace aotirt
-#endif  // AOTIRT_ATTENTION_CUDNN_LOADER_H_
+#endif  // AOTIRT_CUDNN_CUDNN_LOADER_H_

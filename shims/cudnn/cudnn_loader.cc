@@ -1,4 +1,4 @@
-#include "shims/attention/cudnn_loader.h"
+#include "shims/cudnn/cudnn_loader.h"
 
 #include <dlfcn.h>
 
@@ -12,7 +12,7 @@ void* cudnn_dlhandle = nullptr;
 }  // namespace cudnn_frontend
 
 namespace aotirt {
-namespace attention {
+namespace cudnn {
 namespace {
 
 const VendorLibrary kCudnnLibrary = {"cuDNN", kCudnnSoname, "AOTIRT_CUDNN", "AOTIRT_CUDNN_NO_DEFAULT_SEARCH",
@@ -67,5 +67,5 @@ const CudnnLoadResult& Cudnn(const char* fn) {
   return *result;
 }
 
-}  // namespace attention
+}  // namespace cudnn
 }  // namespace aotirt

@@ -1,0 +1,61 @@
+// aten.convolution (inference), planned from tensor metadata alone: every rule and refusal, no CUDA or cuDNN header,
+// tested on CPU against torch. The executor (conv_executor.cc) runs a plan as a cudnn-frontend graph: conv_fprop,
+// or conv_dgrad for a transposed convolution, plus a bias add.
+//
+// Shapes (ATen's): input [N, C, *spatial] (1, 2 or 3 spatial dims), weight [K, C/groups, *kernel] (transposed:
+// [C, K/groups, *kernel]); stride, padding, dilation, output_padding of one value or one per spatial dim; the output
+// size as torch's calc_conv_nd_return_shape. 1-D problems run as 2-D with a trailing unit dim (as cuDNN needs).
+// The output's layout is what torch's cuDNN path allocates (cudnn_conv_suggest_memory_format): channels-last for a
+// 2-D (3-D) convolution whose input or weight is laid out channels-last (-3d), else contiguous.
+// Refused (NotSupported): dtypes other than float16/bfloat16/float32, a non-contiguous bias,
+// kernels with a zero-size dim.
+#ifndef AOTIRT_CONVOLUTION_CONV_PLAN_H_
+#define AOTIRT_CONVOLUTION_CONV_PLAN_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "shims/tensor/dtype.h"
+
+namespace aotirt {
+namespace convolution {
+
+struct Meta {
+  DType dtype = DType::kFloat32;
+  std::vector<int64_t> sizes, strides;
+};
+
+struct ConvArgs {
+  Meta input, weight;
+  bool has_bias = false;
+  Meta bias;
+  std::vector<int64_t> stride, padding, dilation, output_padding;
+  bool transposed = false;
+  int64_t groups = 1;
+};
+
+struct ConvPlan {
+  DType dtype = DType::kFloat32;
+  bool transposed = false;
+  int64_t groups = 1;
+  int spatial = 2;                        // as ATen sees it (1, 2 or 3)
+  std::vector<int64_t> out_sizes, out_strides;  // the tensor returned (ATen's rank)
+  // What cuDNN sees (rank >= 4: a 1-D problem gets a trailing unit dim): x/w/y dims and strides, per spatial dim
+  // stride, padding, dilation. For a transposed convolution x is the input (cuDNN's dy) and y the output (dx).
+  std::vector<int64_t> x_dims, x_strides, w_dims, w_strides, y_dims, y_strides;
+  std::vector<int64_t> conv_stride, conv_padding, conv_dilation;
+  bool has_bias = false;
+  std::vector<int64_t> bias_dims, bias_strides;  // [1, K, 1, ...], the bias's element stride on K
+  bool empty = false;  // an output with no element: nothing runs
+};
+
+// Throws ShimError (bad arguments, as ATen would) or NotSupportedError; messages start with `fn`.
+ConvPlan PlanConvolution(const char* fn, const ConvArgs& args);
+
+// c10's suggest_memory_format for 4-D and 5-D strides: 1 = channels-last (2-D), 2 = channels-last-3d, 0 = contiguous.
+int SuggestMemoryFormat(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides);
+std::vector<int64_t> ChannelsLastStrides(const std::vector<int64_t>& sizes);  // NHWC / NDHWC
+
+}  // namespace convolution
+}  // namespace aotirt
+#endif  // AOTIRT_CONVOLUTION_CONV_PLAN_H_

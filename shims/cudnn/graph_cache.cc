@@ -1,0 +1,100 @@
+#include "shims/cudnn/graph_cache.h"
+
+#include <cuda_runtime.h>
+
+#include <atomic>
+#include <vector>
+
+#include "shims/common/error.h"
+#include "shims/common/thread_state_pool.h"
+#include "shims/cuda/device.h"
+#include "shims/cudnn/cudnn_loader.h"
+
+namespace aotirt {
+namespace cudnn {
+namespace {
+
+namespace fe = cudnn_frontend;
+
+std::atomic<int64_t> g_calls{0}, g_built{0};
+
+void Check(const char* fn, fe::error_t e, const char* what, const char* hint) {
+  if (e.is_good()) return;
+  throw NotSupportedError(StrCat(fn, ": cuDNN ", what, " failed: ", e.get_message(), hint));
+}
+
+void CheckStatus(const char* fn, cudnnStatus_t s, const char* what) {
+  if (s == CUDNN_STATUS_SUCCESS) return;
+  throw ShimError(StrCat(fn, ": ", what, " failed: ", fe::detail::get_error_string(s)));
+}
+
+struct Built {
+  std::shared_ptr<fe::graph::Graph> graph;
+  int64_t workspace = 0;
+};
+
+struct ThreadState {
+  std::vector<cudnnHandle_t> handles;  // per device
+  std::unordered_map<std::string, Built> graphs;
+  ~ThreadState() {  // only from ReleaseCudnnThreadStates, on a live thread
+    graphs.clear();
+    for (cudnnHandle_t h : handles)
+      if (h != nullptr) (void)fe::detail::destroy_handle(h);
+  }
+  cudnnHandle_t Handle(const char* fn, int32_t device) {
+    if (static_cast<size_t>(device) >= handles.size()) handles.resize(device + 1, nullptr);
+    if (handles[device] == nullptr) CheckStatus(fn, fe::detail::create_handle(&handles[device]), "cudnnCreate");
+    return handles[device];
+  }
+};
+thread_local ThreadSlot<ThreadState> t_slot;
+
+}  // namespace
+
+void Execute(const char* fn, int32_t device, const std::string& key, const DefineGraph& define,
+             std::unordered_map<int64_t, void*>& pack, const char* hint,
+             const std::vector<fe::NumericalNote_t>& notes_to_avoid) {
+  gpu::DeviceGuard guard(fn, device);
+  void* stream = gpu::CurrentStream(device);
+  Cudnn(fn);  // loads libcudnn.so.9 on first use, or throws the named error
+  ThreadState& ts = t_slot.Get();
+  cudnnHandle_t handle = ts.Handle(fn, device);
+  CheckStatus(fn, fe::detail::set_stream(handle, static_cast<cudaStream_t>(stream)), "cudnnSetStream");
+  std::string full_key = KeyWriter().Int(device).str() + key;
+  auto it = ts.graphs.find(full_key);
+  if (it == ts.graphs.end()) {
+    Built b;
+    b.graph = std::make_shared<fe::graph::Graph>();
+    define(*b.graph);
+    if (!notes_to_avoid.empty()) b.graph->deselect_numeric_notes(notes_to_avoid);
+    Check(fn, b.graph->build(handle, {fe::HeurMode_t::A}), "graph build", hint);
+    Check(fn, b.graph->get_workspace_size(b.workspace), "workspace query", hint);
+    g_built.fetch_add(1, std::memory_order_relaxed);
+    it = ts.graphs.emplace(std::move(full_key), std::move(b)).first;
+  }
+  const Built& b = it->second;
+  for (const auto& kv : pack)
+    AOTIRT_CHECK_NOT_SUPPORTED(reinterpret_cast<uintptr_t>(kv.second) % 16 == 0, fn, "operand ", kv.first,
+                               "'s data is not 16-byte aligned (cuDNN needs aligned operands)");
+  void* ws = b.workspace > 0 ? gpu::Allocate(fn, device, b.workspace, stream) : nullptr;
+  fe::error_t e = b.graph->execute(handle, pack, ws);
+  if (ws != nullptr) gpu::Free(device, ws, stream);  // stream-ordered: freed after the graph ran
+  Check(fn, e, "execute", hint);
+  g_calls.fetch_add(1, std::memory_order_relaxed);
+}
+
+CudnnStats GetCudnnStats() {
+  CudnnStats s;
+  s.calls = g_calls.load(std::memory_order_relaxed);
+  s.graphs_built = g_built.load(std::memory_order_relaxed);
+  return s;
+}
+
+int ReleaseCudnnThreadStates() {
+  const int n = ThreadStatePool<ThreadState>::Get().Release();
+  t_slot.Reset();
+  return n;
+}
+
+}  // namespace cudnn
+}  // namespace aotirt
