@@ -164,10 +164,10 @@ ConvPlan PlanConvolution(const char* fn, const ConvArgs& a) {
   if (p.has_bias) {
     p.bias_dims.assign(p.y_dims.size(), 1);
     p.bias_dims[1] = K;
-    p.bias_strides.assign(p.y_dims.size(), 1);
-    p.bias_strides[1] = a.bias.strides[0] == 0 && K > 1 ? 0 : std::max<int64_t>(a.bias.strides[0], 1);
-    AOTIRT_CHECK_NOT_SUPPORTED(p.bias_strides[1] == 1 || K == 1, fn, "bias must be contiguous, got ",
+    AOTIRT_CHECK_NOT_SUPPORTED(a.bias.strides[0] == 1 || K == 1, fn, "bias must be contiguous, got ",
                                Describe(a.bias));
+    p.bias_strides.assign(p.y_dims.size(), 1);  // packed [1, K, 1, ...]: K on dim 0, 1 elsewhere
+    p.bias_strides[0] = K;
   }
   return p;
 }

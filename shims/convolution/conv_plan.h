@@ -45,7 +45,7 @@ struct ConvPlan {
   std::vector<int64_t> x_dims, x_strides, w_dims, w_strides, y_dims, y_strides;
   std::vector<int64_t> conv_stride, conv_padding, conv_dilation;
   bool has_bias = false;
-  std::vector<int64_t> bias_dims, bias_strides;  // [1, K, 1, ...], the bias's element stride on K
+  std::vector<int64_t> bias_dims, bias_strides;  // [1, K, 1, ...], packed
   bool empty = false;  // an output with no element: nothing runs
 };
 

@@ -57,6 +57,7 @@ PYBIND11_MODULE(_conv_testing, m) {
     d["conv_padding"] = p.conv_padding;
     d["conv_dilation"] = p.conv_dilation;
     d["bias_dims"] = p.bias_dims;
+    d["bias_strides"] = p.bias_strides;
     d["empty"] = p.empty;
     return d;
   });

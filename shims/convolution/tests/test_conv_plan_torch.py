@@ -112,3 +112,16 @@ def test_unsupported_dtypes_and_a_too_small_input():
         _plan(x, torch.empty(6, 4, 3, 3, device="meta"))
     with pytest.raises(Exception):  # torch refuses it too
         torch.ops.aten.convolution(x, torch.empty(6, 4, 3, 3, device="meta"), None, [1], [0], [1], False, [0], 1)
+
+
+def test_bias_is_a_packed_channel_vector_and_must_be_contiguous():
+    x = torch.empty(1, 4, 8, 8, device="meta")
+    w = torch.empty(6, 4, 3, 3, device="meta")
+    p = _plan(x, w, bias=meta(torch.empty(6, device="meta")))
+    assert p["bias_dims"] == [1, 6, 1, 1] and p["bias_strides"] == [6, 1, 1, 1]
+    p1 = _plan(torch.empty(1, 4, 8, device="meta"), torch.empty(6, 4, 3, device="meta"),
+               bias=meta(torch.empty(6, device="meta")))
+    assert p1["bias_dims"] == [1, 6, 1, 1]  # 1-D runs as 2-D
+    strided = torch.empty(12, device="meta")[::2]
+    with pytest.raises(ValueError, match="NotSupported.*bias must be contiguous"):
+        _plan(x, w, bias=meta(strided))
