@@ -15,6 +15,14 @@ except Exception as e:  # torch missing or broken
 
 requires_gpu = pytest.mark.skipif(not HAVE_CUDA, reason=f"gpu test skipped: {WHY}")
 
+# Tests that call the shim library directly through ctypes (test_*_shims.py): it is named by $AOTIRT_SHIM_LIB
+# (tools/gpu/run.sh sets it). `pytestmark = requires_shim_lib` in such a file.
+SHIM_LIB = os.environ.get("AOTIRT_SHIM_LIB", "")
+requires_shim_lib = [
+    requires_gpu,
+    pytest.mark.skipif(not SHIM_LIB, reason="gpu test skipped: AOTIRT_SHIM_LIB (path to libaoti_cuda_shims.so) unset"),
+]
+
 # Under pytest-xdist each worker gets its own Inductor cache: AOTInductor's cubin objects in a shared one race.
 if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = (os.environ.get("TORCHINDUCTOR_CACHE_DIR")

@@ -14,18 +14,9 @@ import random
 
 import pytest
 
-try:
-    import torch
-    HAVE_CUDA = torch.cuda.is_available()
-    WHY = "torch sees no CUDA device"
-except Exception as e:  # torch missing
-    torch, HAVE_CUDA, WHY = None, False, f"torch unavailable: {e}"
+from conftest import SHIM_LIB as LIB_PATH, requires_shim_lib, torch
 
-LIB_PATH = os.environ.get("AOTIRT_SHIM_LIB", "")
-pytestmark = [
-    pytest.mark.skipif(not HAVE_CUDA, reason=f"gpu test skipped: {WHY}"),
-    pytest.mark.skipif(not LIB_PATH, reason="gpu test skipped: AOTIRT_SHIM_LIB (path to libaoti_cuda_shims.so) unset"),
-]
+pytestmark = requires_shim_lib
 
 CASES = int(os.environ.get("AOTIRT_ATTENTION_CASES", "300"))
 H, I64 = ctypes.c_void_p, ctypes.c_int64

@@ -6,17 +6,15 @@ through ctypes on the shim library named by $AOTIRT_SHIM_LIB.
 
 NOT YET RUN ON A GPU (written 2026-12-03 when the session's device time was spent)."""
 import ctypes
+import os
 import random
 
 import pytest
 
-from test_attention_shims import HAVE_CUDA, LIB_PATH, Shims, WHY, torch
+from conftest import SHIM_LIB as LIB_PATH, requires_shim_lib, torch
+from test_attention_shims import Shims
 
-pytestmark = [
-    pytest.mark.skipif(not HAVE_CUDA, reason=f"gpu test skipped: {WHY}"),
-    pytest.mark.skipif(not LIB_PATH, reason="gpu test skipped: AOTIRT_SHIM_LIB (path to libaoti_cuda_shims.so) unset"),
-]
-import os  # noqa: E402
+pytestmark = requires_shim_lib
 
 CASES = int(os.environ.get("AOTIRT_CONV_CASES", "300"))
 H, I64 = ctypes.c_void_p, ctypes.c_int64
