@@ -159,8 +159,14 @@ def collect_shim_calls(key: str, manifest: platforms.Manifest | None = None) -> 
             log.debug("aotirt: %s.%s not found; relying on the package scan", owner.__name__, name)
 
     def extern_call(orig):
+        # Inductor passes the op's C++ name (e.g. at::_ops::_scaled_dot_product_cudnn_attention::call) or a shim
+        # name; the wrapper calls get_c_shim_func_name's translation of it (aoti_torch_<device>_<op>).
         def hooked(self, kernel, *args, **kwargs):
-            called.add(kernel)
+            device = kwargs.get("device", args[1] if len(args) > 1 else "cuda")
+            try:
+                called.add(self.get_c_shim_func_name(kernel, device))
+            except Exception:  # an Inductor without the translation: the wrapper-source scan still sees the call
+                called.add(kernel)
             return orig(self, kernel, *args, **kwargs)
         return hooked
 

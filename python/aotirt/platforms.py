@@ -210,10 +210,11 @@ def model_features(graph) -> ModelFeatures:
 def check_model(opts, features: ModelFeatures, key: str, manifest: Manifest | None = None) -> None:
     """Refuses, before Inductor runs, models that would fail deep inside it or call a shim `key` lacks.
 
-    Inductor's convolution lowering (checked on the H200, torch 2.11; torch/_inductor/kernel/conv.py): with
-    max_autotune OFF a convolution is the ATen fallback aoti_torch_cuda_convolution; with it on, the choices are that
-    fallback when ATEN is among max_autotune_conv_backends, plus the Triton conv templates when TRITON is among the
-    conv *and* the GEMM backends; no choice is a NoValidChoicesError. The fallback is refused where the manifest
+    Inductor's convolution lowering (checked on the H200, torch 2.11; torch/_inductor/kernel/conv.py): its choices
+    are the ATen fallback aoti_torch_cuda_convolution when ATEN is among max_autotune_conv_backends, plus, with
+    max_autotune on, the Triton conv templates when TRITON is among the conv *and* the GEMM backends; no choice is a
+    NoValidChoicesError. With max_autotune OFF specs.inductor_options passes conv backends ATEN, so every
+    convolution is the fallback. The fallback is refused where the manifest
     lacks the shim (conv_shims_missing: today rocm and windows_cuda).
     """
     if not features.convolutions:

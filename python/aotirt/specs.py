@@ -297,7 +297,11 @@ def inductor_options(opts: CompileOptions | None = None, extra: Mapping[str, Any
     out.update({
         "max_autotune": opts.max_autotune,
         "max_autotune_gemm_backends": opts.max_autotune_gemm_backends,
-        "max_autotune_conv_backends": opts.max_autotune_conv_backends,
+        # Inductor's convolution lowering takes its ATen choice only when ATEN is among max_autotune_conv_backends,
+        # also with max_autotune OFF, where the Triton templates are off (torch 2.11 on the H200: conv backends
+        # TRITON with max_autotune OFF was a NoValidChoicesError). Without autotuning the convolutions are the ATen
+        # fallback (the cuDNN shim; refused per platform in platforms.check_model).
+        "max_autotune_conv_backends": opts.max_autotune_conv_backends if opts.max_autotune else "ATEN",
     })
     if opts.platform == "windows":
         out.update({

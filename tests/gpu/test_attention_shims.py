@@ -78,7 +78,7 @@ class Shims:
 
     def run(self, op, q, k, v, bias, causal, scale, lse):
         hs = [self.wrap(t) for t in (q, k, v)]
-        bh = H(self.wrap(bias)) if bias is not None else H()
+        bh = self.wrap(bias) if bias is not None else H()
         rets = [H() for _ in range(9)]
         ints = [I64(), I64()]
         sc = ctypes.c_double(scale) if scale is not None else None

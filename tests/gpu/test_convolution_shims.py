@@ -29,7 +29,7 @@ class ConvShims(Shims):
 
     def conv(self, x, w, b, stride, padding, dilation, transposed, outpad, groups):
         hx, hw = self.wrap(x), self.wrap(w)
-        hb = H(self.wrap(b)) if b is not None else H()
+        hb = self.wrap(b) if b is not None else H()
         arr = lambda v: (I64 * len(v))(*v)
         out = H()
         try:

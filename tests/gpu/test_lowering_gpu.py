@@ -122,17 +122,38 @@ def test_three_refusals_on_the_gpu(kwargs, error, match):
 
 
 @requires_gpu
-@pytest.mark.parametrize("kwargs,match", [
-    ({"max_autotune_gemm_backends": "ATEN"}, "'ATEN,TRITON'"),  # NoValidChoicesError in Inductor otherwise
-    ({"max_autotune": False}, "aoti_torch_cuda_convolution"),  # the ATen fallback shim we do not have
-])
-def test_convolution_refusals_come_before_inductor(kwargs, match):
+def test_convolution_refusal_comes_before_inductor():
     import aotirt
     x = torch.randn(2, 3, 16, 16, device="cuda")
     t0 = time.perf_counter()
-    with pytest.raises(aotirt.UnsupportedShimError, match=match):
-        aotirt.compile(ConvNet().cuda().eval(), (x,), options=aotirt.CompileOptions(**kwargs))
+    # GEMMs on ATEN only and convolutions on TRITON only: NoValidChoicesError in Inductor otherwise
+    with pytest.raises(aotirt.UnsupportedShimError, match="'ATEN,TRITON'"):
+        aotirt.compile(ConvNet().cuda().eval(), (x,),
+                       options=aotirt.CompileOptions(max_autotune_gemm_backends="ATEN"))
     assert time.perf_counter() - t0 < 60, "refused up front, not after autotuning"
+
+
+@requires_gpu
+@pytest.mark.parametrize("kwargs", [{"max_autotune": False},
+                                    {"max_autotune_gemm_backends": "ATEN", "max_autotune_conv_backends": "ATEN"}],
+                         ids=["max_autotune_off", "aten_conv"])
+def test_convolution_on_the_cudnn_shim_lowers_and_matches_eager(kwargs):
+    # max_autotune OFF (Inductor's conv lowering then needs ATEN among its conv backends: specs passes it) and ATEN
+    # conv backends: the convolution is a call to our cuDNN shim; the reference is eager without TF32 (the shim
+    # runs fp32 convolutions in full fp32).
+    import aotirt
+    x = torch.randn(2, 3, 16, 16, device="cuda")
+    torch.manual_seed(0)
+    model, path = compiled("lowering_conv_" + "_".join(f"{k}_{v}" for k, v in kwargs.items()),
+                           lambda: ConvNet().cuda().eval(), (x,), options=aotirt.CompileOptions(**kwargs))
+    assert "aoti_torch_cuda_convolution(" in _wrapper_source(path)
+    tf32 = torch.backends.cudnn.allow_tf32
+    torch.backends.cudnn.allow_tf32 = False
+    try:
+        for _ in range(2):  # fresh inputs; the second call reuses the cached cuDNN plan
+            _check_matches_eager(model, path, (torch.randn(2, 3, 16, 16, device="cuda"),))
+    finally:
+        torch.backends.cudnn.allow_tf32 = tf32
 
 
 @requires_gpu
