@@ -52,8 +52,16 @@ Owned NewZeros(const char* fn, int32_t device, const std::vector<int64_t>& sizes
   return t;
 }
 
-void CheckReturnPointers(const char* fn, std::initializer_list<const void*> rets) {
-  for (const void* r : rets) AOTIRT_CHECK(r != nullptr, fn, "a return pointer is null");
+// Every return pointer of the three SDPA shims may be null: Inductor passes nullptr for the outputs the model does
+// not use (torchgen's ret_pointer_can_be_null list: those outputs are then not handed out, as in torch's shims).
+void Put(AtenTensorHandle* ret, Owned t) {
+  if (ret != nullptr) *ret = ToHandle(t.release());
+}
+void PutNone(AtenTensorHandle* ret) {
+  if (ret != nullptr) *ret = nullptr;
+}
+void PutInt(int64_t* ret, int64_t v) {
+  if (ret != nullptr) *ret = v;
 }
 
 struct Common {
@@ -123,7 +131,6 @@ AOTITorchError aoti_torch_cuda__scaled_dot_product_flash_attention(
     AtenTensorHandle* ret8) {
   static const char* fn = "aoti_torch_cuda__scaled_dot_product_flash_attention";
   AOTIRT_SHIM_BOUNDARY(fn, {
-    aotirt::attention::CheckReturnPointers(fn, {ret0, ret1, ret2, ret3, ret4, ret5, ret6, ret7, ret8});
     Common c = aotirt::attention::Prepare(fn, SdpaOp::kFlash, query, key, value, nullptr, true, dropout_p,
                                           is_causal != 0, return_debug_mask != 0, scale);
     const int32_t dev = c.q->device_index();
@@ -132,15 +139,15 @@ AOTITorchError aoti_torch_cuda__scaled_dot_product_flash_attention(
     auto offset = aotirt::attention::NewZeros(fn, dev, {});
     auto debug = aotirt::attention::NewContiguous(fn, dev, c.plan.dtype, {0});
     aotirt::attention::Execute(fn, c);
-    *ret0 = aotirt::ToHandle(c.out.release());
-    *ret1 = aotirt::ToHandle(c.lse.release());
-    *ret2 = nullptr;  // cum_seq_q, cum_seq_k: None (dense batch)
-    *ret3 = nullptr;
-    *ret4 = c.plan.tq;
-    *ret5 = c.plan.tkv;
-    *ret6 = aotirt::ToHandle(seed.release());
-    *ret7 = aotirt::ToHandle(offset.release());
-    *ret8 = aotirt::ToHandle(debug.release());
+    aotirt::attention::Put(ret0, std::move(c.out));
+    aotirt::attention::Put(ret1, std::move(c.lse));
+    aotirt::attention::PutNone(ret2);  // cum_seq_q, cum_seq_k: None (dense batch)
+    aotirt::attention::PutNone(ret3);
+    aotirt::attention::PutInt(ret4, c.plan.tq);
+    aotirt::attention::PutInt(ret5, c.plan.tkv);
+    aotirt::attention::Put(ret6, std::move(seed));
+    aotirt::attention::Put(ret7, std::move(offset));
+    aotirt::attention::Put(ret8, std::move(debug));
   })
 }
 
@@ -150,7 +157,6 @@ AOTITorchError aoti_torch_cuda__scaled_dot_product_efficient_attention(
     AtenTensorHandle* ret1, AtenTensorHandle* ret2, AtenTensorHandle* ret3) {
   static const char* fn = "aoti_torch_cuda__scaled_dot_product_efficient_attention";
   AOTIRT_SHIM_BOUNDARY(fn, {
-    aotirt::attention::CheckReturnPointers(fn, {ret0, ret1, ret2, ret3});
     Common c = aotirt::attention::Prepare(fn, SdpaOp::kEfficient, query, key, value, attn_bias,
                                           compute_log_sumexp != 0, dropout_p, is_causal != 0, false, scale);
     const int32_t dev = c.q->device_index();
@@ -158,10 +164,10 @@ AOTITorchError aoti_torch_cuda__scaled_dot_product_efficient_attention(
     auto seed = aotirt::attention::NewZeros(fn, dev, {});
     auto offset = aotirt::attention::NewZeros(fn, dev, {});
     aotirt::attention::Execute(fn, c);
-    *ret0 = aotirt::ToHandle(c.out.release());
-    *ret1 = aotirt::ToHandle(c.lse.release());
-    *ret2 = aotirt::ToHandle(seed.release());
-    *ret3 = aotirt::ToHandle(offset.release());
+    aotirt::attention::Put(ret0, std::move(c.out));
+    aotirt::attention::Put(ret1, std::move(c.lse));
+    aotirt::attention::Put(ret2, std::move(seed));
+    aotirt::attention::Put(ret3, std::move(offset));
   })
 }
 
@@ -172,7 +178,6 @@ AOTITorchError aoti_torch_cuda__scaled_dot_product_cudnn_attention(
     int64_t* ret5, AtenTensorHandle* ret6, AtenTensorHandle* ret7, AtenTensorHandle* ret8) {
   static const char* fn = "aoti_torch_cuda__scaled_dot_product_cudnn_attention";
   AOTIRT_SHIM_BOUNDARY(fn, {
-    aotirt::attention::CheckReturnPointers(fn, {ret0, ret1, ret2, ret3, ret4, ret5, ret6, ret7, ret8});
     Common c = aotirt::attention::Prepare(fn, SdpaOp::kCudnn, query, key, value, attn_bias,
                                           compute_log_sumexp != 0, dropout_p, is_causal != 0,
                                           return_debug_mask != 0, scale);
@@ -181,15 +186,15 @@ AOTITorchError aoti_torch_cuda__scaled_dot_product_cudnn_attention(
     auto seed = aotirt::attention::NewZeros(fn, dev, {});
     auto offset = aotirt::attention::NewZeros(fn, dev, {});
     aotirt::attention::Execute(fn, c);
-    *ret0 = aotirt::ToHandle(c.out.release());
-    *ret1 = aotirt::ToHandle(c.lse.release());
-    *ret2 = nullptr;  // cum_seq_q, cum_seq_k: None
-    *ret3 = nullptr;
-    *ret4 = c.plan.tq;
-    *ret5 = c.plan.tkv;
-    *ret6 = aotirt::ToHandle(seed.release());
-    *ret7 = aotirt::ToHandle(offset.release());
-    *ret8 = nullptr;  // debug_attn_mask: None
+    aotirt::attention::Put(ret0, std::move(c.out));
+    aotirt::attention::Put(ret1, std::move(c.lse));
+    aotirt::attention::PutNone(ret2);  // cum_seq_q, cum_seq_k: None
+    aotirt::attention::PutNone(ret3);
+    aotirt::attention::PutInt(ret4, c.plan.tq);
+    aotirt::attention::PutInt(ret5, c.plan.tkv);
+    aotirt::attention::Put(ret6, std::move(seed));
+    aotirt::attention::Put(ret7, std::move(offset));
+    aotirt::attention::PutNone(ret8);  // debug_attn_mask: None
   })
 }
 

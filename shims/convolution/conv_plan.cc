@@ -161,6 +161,21 @@ ConvPlan PlanConvolution(const char* fn, const ConvArgs& a) {
   p.conv_stride = widen(stride, 1);
   p.conv_padding = widen(padding, 0);
   p.conv_dilation = widen(dilation, 1);
+  p.pre_padding = p.conv_padding;
+  p.post_padding = p.conv_padding;
+  p.y_write_dims = p.y_dims;
+  if (a.transposed) {
+    for (size_t i = 0; i < n; ++i) {
+      if (out_pad[i] <= padding[i]) {
+        p.post_padding[i] = padding[i] - out_pad[i];
+      } else {  // the last out_pad - padding positions are past the full output
+        p.post_padding[i] = 0;
+        p.y_write_dims[2 + i] = p.out_sizes[2 + i] - (out_pad[i] - padding[i]);
+        p.zero_fill = true;
+        if (p.y_write_dims[2 + i] <= 0) p.nothing_to_convolve = true;
+      }
+    }
+  }
   if (p.has_bias) {
     p.bias_dims.assign(p.y_dims.size(), 1);
     p.bias_dims[1] = K;

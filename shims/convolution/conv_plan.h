@@ -1,6 +1,6 @@
 // aten.convolution (inference), planned from tensor metadata alone: every rule and refusal, no CUDA or cuDNN header,
-// tested on CPU against torch. The executor (conv_executor.cc) runs a plan as a cudnn-frontend graph: conv_fprop,
-// or conv_dgrad for a transposed convolution, plus a bias add.
+// tested on CPU against torch. The executor (shim_convolution.cc) runs a plan as a cudnn-frontend graph: conv_fprop,
+// or conv_dgrad for a transposed convolution, plus a bias add (fused when cuDNN has an engine for it).
 //
 // Shapes (ATen's): input [N, C, *spatial] (1, 2 or 3 spatial dims), weight [K, C/groups, *kernel] (transposed:
 // [C, K/groups, *kernel]); stride, padding, dilation, output_padding of one value or one per spatial dim; the output
@@ -44,6 +44,16 @@ struct ConvPlan {
   // stride, padding, dilation. For a transposed convolution x is the input (cuDNN's dy) and y the output (dx).
   std::vector<int64_t> x_dims, x_strides, w_dims, w_strides, y_dims, y_strides;
   std::vector<int64_t> conv_stride, conv_padding, conv_dilation;
+  // The padding cuDNN gets per spatial dim (as conv_padding), before and after (fprop: both are `padding`). A transposed convolution's
+  // output is its full output (length (in-1)*stride + dilation*(k-1) + 1) cropped by `padding` in front and
+  // lengthened by output_padding at the back: cuDNN's dgrad computes dx[j] = full[j + pre], and needs
+  // (dx + pre + post - dilation*(k-1) - 1) / stride + 1 == in exactly; post = padding - output_padding does that.
+  // Where output_padding > padding the output's last (output_padding - padding) positions are past the full output
+  // (no input reaches them: zeros, then the bias): cuDNN writes only y_write_dims (y's rank: a view of y with y's
+  // strides, from the start of each dim) with post 0, and the executor zero-fills y first (zero_fill).
+  std::vector<int64_t> pre_padding, post_padding, y_write_dims;
+  bool zero_fill = false;
+  bool nothing_to_convolve = false;  // some y_write_dims is <= 0: the output is zeros (+ bias) only
   bool has_bias = false;
   std::vector<int64_t> bias_dims, bias_strides;  // [1, K, 1, ...], packed
   bool empty = false;  // an output with no element: nothing runs

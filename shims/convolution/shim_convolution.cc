@@ -1,12 +1,14 @@
 // extern "C" aoti_torch_cuda_convolution with PyTorch's c_shim_cuda.h signature: handles and arrays -> plan from
 // metadata (conv_plan.h: every refusal, before any device work) -> devices -> the output allocated with the layout
-// torch's cuDNN path gives it -> a cudnn-frontend graph (conv_fprop, or conv_dgrad when transposed, + bias add) on
-// the shared per-thread graph cache (shims/cudnn/graph_cache.h). float32 runs in full precision (engines that use
-// tensor cores, i.e. TF32, are not chosen); NOT YET RUN ON A GPU.
+// torch's cuDNN path gives it -> a cudnn-frontend graph (conv_fprop, or conv_dgrad when transposed, with the bias add
+// fused where cuDNN has an engine for that, else added by bias_kernel.cu as torch does) on the shared per-thread graph
+// cache (shims/cudnn/graph_cache.h). float32 runs in full precision (engines that use tensor cores, i.e. TF32, or
+// down-convert inputs are not chosen, as torch without allow_tf32).
 #include <memory>
 #include <vector>
 
 #include "shims/common/error.h"
+#include "shims/convolution/bias_kernel.h"
 #include "shims/convolution/conv_plan.h"
 #include "shims/cuda/device.h"
 #include "shims/cudnn/graph_cache.h"
@@ -43,16 +45,17 @@ fe::DataType_t FeType(DType d) {
   }
 }
 
-std::string GraphKey(const ConvPlan& p) {
+// with_bias: the graph adds the bias (the fused form); without, the caller adds it (bias_kernel.h).
+std::string GraphKey(const ConvPlan& p, bool with_bias) {
   cudnn::KeyWriter k;
   k.Int(static_cast<int64_t>(p.dtype)).Int(p.transposed).Int(p.groups);
-  k.Ints(p.x_dims).Ints(p.x_strides).Ints(p.w_dims).Ints(p.w_strides).Ints(p.y_dims).Ints(p.y_strides);
-  k.Ints(p.conv_stride).Ints(p.conv_padding).Ints(p.conv_dilation).Int(p.has_bias).Ints(p.bias_dims);
-  k.Ints(p.bias_strides);
+  k.Ints(p.x_dims).Ints(p.x_strides).Ints(p.w_dims).Ints(p.w_strides).Ints(p.y_write_dims).Ints(p.y_strides);
+  k.Ints(p.conv_stride).Ints(p.pre_padding).Ints(p.post_padding).Ints(p.conv_dilation).Int(with_bias);
+  if (with_bias) k.Ints(p.bias_dims).Ints(p.bias_strides);
   return k.str();
 }
 
-void Define(const ConvPlan& p, fe::graph::Graph& g) {
+void Define(const ConvPlan& p, bool with_bias, fe::graph::Graph& g) {
   g.set_io_data_type(FeType(p.dtype))
       .set_intermediate_data_type(fe::DataType_t::FLOAT)
       .set_compute_data_type(fe::DataType_t::FLOAT);
@@ -65,22 +68,24 @@ void Define(const ConvPlan& p, fe::graph::Graph& g) {
   std::shared_ptr<fe::graph::Tensor_attributes> y;
   if (p.transposed) {  // the gradient of a convolution with respect to its input: x plays dy, y plays dx
     y = g.conv_dgrad(x, w, fe::graph::Conv_dgrad_attributes()
-                               .set_padding(p.conv_padding)
+                               .set_pre_padding(p.pre_padding)
+                               .set_post_padding(p.post_padding)
                                .set_stride(p.conv_stride)
                                .set_dilation(p.conv_dilation));
-    y->set_dim(p.y_dims);  // output_padding is in these dims
   } else {
     y = g.conv_fprop(x, w, fe::graph::Conv_fprop_attributes()
-                               .set_padding(p.conv_padding)
+                               .set_pre_padding(p.pre_padding)
+                               .set_post_padding(p.post_padding)
                                .set_stride(p.conv_stride)
                                .set_dilation(p.conv_dilation));
   }
-  if (p.has_bias) {
+  // y_write_dims: the output, or for output_padding past the full output the view of it cuDNN writes (conv_plan.h)
+  y->set_dim(p.y_write_dims).set_stride(p.y_strides);
+  if (with_bias) {
     auto b = tensor("Bias", kBias, p.bias_dims, p.bias_strides);
-    y->set_dim(p.y_dims).set_stride(p.y_strides);
     y = g.pointwise(y, b, fe::graph::Pointwise_attributes().set_mode(fe::PointwiseMode_t::ADD));
   }
-  y->set_output(true).set_uid(kY).set_dim(p.y_dims).set_stride(p.y_strides).set_data_type(FeType(p.dtype));
+  y->set_output(true).set_uid(kY).set_dim(p.y_write_dims).set_stride(p.y_strides).set_data_type(FeType(p.dtype));
 }
 
 void CheckDevice(const char* fn, const Tensor& x, const Tensor& t, const char* name) {
@@ -110,11 +115,35 @@ Tensor* Run(const char* fn, AtenTensorHandle input, AtenTensorHandle weight, Ate
   gpu::DeviceGuard guard(fn, dev);
   std::unique_ptr<Tensor> out(gpu::NewDeviceTensor(fn, dev, p.dtype, p.out_sizes, p.out_strides));
   if (!p.empty) {
+    void* stream = gpu::CurrentStream(dev);
     std::unordered_map<int64_t, void*> pack = {{kX, x->data_ptr()}, {kW, w->data_ptr()}, {kY, out->data_ptr()}};
-    if (b != nullptr) pack[kBias] = b->data_ptr();
-    std::vector<fe::NumericalNote_t> avoid;
-    if (p.dtype == DType::kFloat32) avoid.push_back(fe::NumericalNote_t::TENSOR_CORE);  // no TF32
-    cudnn::Execute(fn, dev, GraphKey(p), [&p](fe::graph::Graph& g) { Define(p, g); }, pack, kHint, avoid);
+    // As torch's cuDNN convolutions: no engine that down-converts inputs, and for float32 none on tensor cores (TF32).
+    std::vector<fe::NumericalNote_t> avoid = {fe::NumericalNote_t::DOWN_CONVERT_INPUTS};
+    if (p.dtype == DType::kFloat32) avoid.push_back(fe::NumericalNote_t::TENSOR_CORE);
+    if (p.zero_fill) gpu::MemsetZeroAsync(fn, out->data_ptr(), out->numel() * out->element_size(), stream);
+    bool bias_added = false;
+    if (!p.nothing_to_convolve) {
+      if (b != nullptr && !p.zero_fill) {  // the fused bias where cuDNN has an engine for it (not for most dgrads)
+        pack[kBias] = b->data_ptr();
+        bias_added = cudnn::TryExecute(fn, dev, GraphKey(p, true), [&p](fe::graph::Graph& g) { Define(p, true, g); },
+                                       pack, kHint, avoid);
+        pack.erase(kBias);
+      }
+      if (!bias_added)
+        cudnn::Execute(fn, dev, GraphKey(p, false), [&p](fe::graph::Graph& g) { Define(p, false, g); }, pack, kHint,
+                       avoid);
+    }
+    if (b != nullptr && !bias_added) {
+      BiasAddParams bp;
+      bp.y = out->data_ptr();
+      bp.bias = b->data_ptr();
+      bp.dtype = static_cast<int32_t>(p.dtype);
+      bp.numel = out->numel();
+      bp.channels = p.out_sizes[1];
+      bp.channel_stride = p.out_strides[1];
+      const int rc = LaunchBiasAdd(bp, stream);
+      AOTIRT_CHECK(rc == 0, fn, "the bias add kernel failed to launch (CUDA error ", rc, ")");
+    }
   }
   return out.release();
 }

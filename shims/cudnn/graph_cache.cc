@@ -29,8 +29,9 @@ void CheckStatus(const char* fn, cudnnStatus_t s, const char* what) {
 }
 
 struct Built {
-  std::shared_ptr<fe::graph::Graph> graph;
+  std::shared_ptr<fe::graph::Graph> graph;  // null: cuDNN has no engine for it (`refusal` says why)
   int64_t workspace = 0;
+  std::string refusal;
 };
 
 struct ThreadState {
@@ -51,9 +52,9 @@ thread_local ThreadSlot<ThreadState> t_slot;
 
 }  // namespace
 
-void Execute(const char* fn, int32_t device, const std::string& key, const DefineGraph& define,
-             std::unordered_map<int64_t, void*>& pack, const char* hint,
-             const std::vector<fe::NumericalNote_t>& notes_to_avoid) {
+bool TryExecute(const char* fn, int32_t device, const std::string& key, const DefineGraph& define,
+                std::unordered_map<int64_t, void*>& pack, const char* hint,
+                const std::vector<fe::NumericalNote_t>& notes_to_avoid, std::string* refusal) {
   gpu::DeviceGuard guard(fn, device);
   void* stream = gpu::CurrentStream(device);
   Cudnn(fn);  // loads libcudnn.so.9 on first use, or throws the named error
@@ -67,12 +68,22 @@ void Execute(const char* fn, int32_t device, const std::string& key, const Defin
     b.graph = std::make_shared<fe::graph::Graph>();
     define(*b.graph);
     if (!notes_to_avoid.empty()) b.graph->deselect_numeric_notes(notes_to_avoid);
-    Check(fn, b.graph->build(handle, {fe::HeurMode_t::A}), "graph build", hint);
-    Check(fn, b.graph->get_workspace_size(b.workspace), "workspace query", hint);
+    // Heuristic mode A, then cuDNN's fallback list (engines A does not rank, e.g. some grouped 3-D convolutions).
+    fe::error_t e = b.graph->build(handle, {fe::HeurMode_t::A, fe::HeurMode_t::FALLBACK});
+    if (e.is_good()) {
+      Check(fn, b.graph->get_workspace_size(b.workspace), "workspace query", hint);
+    } else {  // remembered: the next call with this key does not build again
+      b.graph.reset();
+      b.refusal = StrCat(fn, ": cuDNN graph build failed: ", e.get_message(), hint);
+    }
     g_built.fetch_add(1, std::memory_order_relaxed);
     it = ts.graphs.emplace(std::move(full_key), std::move(b)).first;
   }
   const Built& b = it->second;
+  if (b.graph == nullptr) {
+    if (refusal != nullptr) *refusal = b.refusal;
+    return false;
+  }
   for (const auto& kv : pack)
     AOTIRT_CHECK_NOT_SUPPORTED(reinterpret_cast<uintptr_t>(kv.second) % 16 == 0, fn, "operand ", kv.first,
                                "'s data is not 16-byte aligned (cuDNN needs aligned operands)");
@@ -81,6 +92,14 @@ void Execute(const char* fn, int32_t device, const std::string& key, const Defin
   if (ws != nullptr) gpu::Free(device, ws, stream);  // stream-ordered: freed after the graph ran
   Check(fn, e, "execute", hint);
   g_calls.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+void Execute(const char* fn, int32_t device, const std::string& key, const DefineGraph& define,
+             std::unordered_map<int64_t, void*>& pack, const char* hint,
+             const std::vector<fe::NumericalNote_t>& notes_to_avoid) {
+  std::string refusal;
+  if (!TryExecute(fn, device, key, define, pack, hint, notes_to_avoid, &refusal)) throw NotSupportedError(refusal);
 }
 
 CudnnStats GetCudnnStats() {

@@ -58,6 +58,11 @@ PYBIND11_MODULE(_conv_testing, m) {
     d["conv_dilation"] = p.conv_dilation;
     d["bias_dims"] = p.bias_dims;
     d["bias_strides"] = p.bias_strides;
+    d["pre_padding"] = p.pre_padding;
+    d["post_padding"] = p.post_padding;
+    d["y_write_dims"] = p.y_write_dims;
+    d["zero_fill"] = p.zero_fill;
+    d["nothing_to_convolve"] = p.nothing_to_convolve;
     d["empty"] = p.empty;
     return d;
   });

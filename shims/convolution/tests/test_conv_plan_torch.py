@@ -125,3 +125,43 @@ def test_bias_is_a_packed_channel_vector_and_must_be_contiguous():
     strided = torch.empty(12, device="meta")[::2]
     with pytest.raises(ValueError, match="NotSupported.*bias must be contiguous"):
         _plan(x, w, bias=meta(strided))
+
+
+@given(data=st.data())
+@settings(**SETTINGS)
+def test_transposed_geometry_reproduces_torch(data):
+    """What the executor gives cuDNN's dgrad for a transposed convolution (pre/post padding, the written view of y,
+    the zero fill) reproduces torch's conv_transpose in float64 on CPU: dx[j] = full[j + pre] on the written view,
+    zeros past it, and cuDNN's own size rule holds for those paddings (else it refuses the graph)."""
+    n = data.draw(st.integers(1, 3))
+    ks = [data.draw(st.integers(1, 4)) for _ in range(n)]
+    stride = [data.draw(st.integers(1, 3)) for _ in range(n)]
+    dilation = [data.draw(st.integers(1, 3)) for _ in range(n)]
+    padding = [data.draw(st.integers(0, 3)) for _ in range(n)]
+    outpad = [data.draw(st.integers(0, max(stride[i], dilation[i]) - 1)) for i in range(n)]
+    spatial = [data.draw(st.integers(1, 6)) for _ in range(n)]
+    x = torch.randn(1, 2, *spatial, dtype=torch.float64)
+    w = torch.randn(2, 3, *ks, dtype=torch.float64)
+    conv = {1: torch.nn.functional.conv_transpose1d, 2: torch.nn.functional.conv_transpose2d,
+            3: torch.nn.functional.conv_transpose3d}[n]
+    try:
+        want = conv(x, w, stride=stride, padding=padding, output_padding=outpad, dilation=dilation)
+    except RuntimeError:
+        return  # torch refuses it (output too small)
+    as_f32 = lambda t: (list(t.shape), list(t.stride()), CODES[torch.float32])
+    p = ct.plan(as_f32(x), as_f32(w), None, stride, padding, dilation, True, outpad, 1)
+    assert p["out_sizes"] == list(want.shape)
+    full = conv(x, w, stride=stride, dilation=dilation)  # no padding, no output_padding
+    got = torch.zeros_like(want)
+    if not p["nothing_to_convolve"]:
+        region = tuple(slice(0, p["y_write_dims"][2 + i]) for i in range(n))
+        src = tuple(slice(p["pre_padding"][i], p["pre_padding"][i] + p["y_write_dims"][2 + i])
+                    for i in range(n))
+        got[(slice(None), slice(None)) + region] = full[(slice(None), slice(None)) + src]
+    torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
+    assert p["zero_fill"] == any(op > pad for op, pad in zip(outpad, padding))
+    for i in range(n):
+        wr, pre, post = p["y_write_dims"][2 + i], p["pre_padding"][i], p["post_padding"][i]
+        assert pre >= 0 and post >= 0
+        if not p["nothing_to_convolve"]:
+            assert (wr + pre + post - dilation[i] * (ks[i] - 1) - 1) // stride[i] + 1 == spatial[i]
