@@ -49,7 +49,20 @@ def parse_args(argv=None):
     f.define("variants", VARIANTS, f"comma-separated variants: {','.join(VARIANTS)}",
              lambda t: _subset(t, VARIANTS, "variant"), "list")
     f.define("iters", 50, "timed calls per row", positive_int, "integer")
+    f.boolean("profile", False, "also print each eager row's GPU kernels (torch.profiler, 5 calls): where the time goes")
     return f.parse(argv)
+
+
+def _profile(torch, call, label: str) -> None:
+    """Prints the kernels 5 calls of `call` ran, by GPU time (a diagnostic beside the timing, not a measurement)."""
+    from torch.profiler import ProfilerActivity, profile
+    call()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(5):
+            call()
+        torch.cuda.synchronize()
+    print(f"profile {label}:\n" + prof.key_averages().table(sort_by="cuda_time_total", row_limit=8), flush=True)
 
 
 def _subset(text: str, valid: tuple, what: str) -> tuple:
@@ -186,6 +199,8 @@ def measure(args) -> list:
                 row["max_abs_diff"] = (out.float() - ref).abs().max().item()  # before later calls reuse out
                 row["ms"] = _time(torch, target, args.iters)
                 row["peak_mb"] = _device_used(torch) - base_used
+                if args.profile and not graphs:
+                    _profile(torch, target, f"T={t} {mask} {variant}")
             else:
                 if variant == "torch_compile":
                     compiled = torch.compile(fn, mode="max-autotune")
@@ -208,6 +223,8 @@ def measure(args) -> list:
                     # now: cudagraph trees (torch_compile) and the captured graphs overwrite out on the next call
                     row["max_abs_diff"] = (out.float() - ref).abs().max().item()
                     row["ms"] = _time(torch, target, args.iters)
+                    if args.profile and not graphs:
+                        _profile(torch, target, f"T={t} {mask} {variant}")
                 row["peak_mb"] = (torch.cuda.max_memory_allocated() - base_alloc) / 2**20
         except Exception as e:  # a row that fails is recorded with its reason, the others still run
             row["error"] = f"{type(e).__name__}: {str(e)[:300]}"

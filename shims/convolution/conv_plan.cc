@@ -138,9 +138,13 @@ ConvPlan PlanConvolution(const char* fn, const ConvArgs& a) {
     p.has_bias = true;
   }
 
-  // The output's layout: cudnn_conv_suggest_memory_format (2-D / 3-D channels-last when input or weight is).
+  // The output's layout: cudnn_conv_suggest_memory_format (2-D / 3-D channels-last when input or weight is), except
+  // where torch leaves cuDNN: a transposed convolution with output_padding >= stride on some dim
+  // (ConvParams::is_output_padding_big) runs torch's slow transposed kernel, whose output is contiguous.
+  bool big_output_padding = false;
+  for (size_t i = 0; i < n; ++i) big_output_padding = big_output_padding || (a.transposed && out_pad[i] >= stride[i]);
   const int fx = SuggestMemoryFormat(x.sizes, x.strides), fw = SuggestMemoryFormat(w.sizes, w.strides);
-  const bool cl = (n == 2 && (fx == 1 || fw == 1)) || (n == 3 && (fx == 2 || fw == 2));
+  const bool cl = !big_output_padding && ((n == 2 && (fx == 1 || fw == 1)) || (n == 3 && (fx == 2 || fw == 2)));
   p.out_strides = cl ? ChannelsLastStrides(p.out_sizes) : ContiguousStrides(p.out_sizes);
 
   int64_t numel = 1;

@@ -6,7 +6,8 @@
 // [C, K/groups, *kernel]); stride, padding, dilation, output_padding of one value or one per spatial dim; the output
 // size as torch's calc_conv_nd_return_shape. 1-D problems run as 2-D with a trailing unit dim (as cuDNN needs).
 // The output's layout is what torch's cuDNN path allocates (cudnn_conv_suggest_memory_format): channels-last for a
-// 2-D (3-D) convolution whose input or weight is laid out channels-last (-3d), else contiguous.
+// 2-D (3-D) convolution whose input or weight is laid out channels-last (-3d), else contiguous; contiguous too for a
+// transposed convolution with output_padding >= stride on some dim (torch runs its slow kernel there).
 // Refused (NotSupported): dtypes other than float16/bfloat16/float32, a non-contiguous bias,
 // kernels with a zero-size dim.
 #ifndef AOTIRT_CONVOLUTION_CONV_PLAN_H_

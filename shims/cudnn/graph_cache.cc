@@ -28,6 +28,20 @@ void CheckStatus(const char* fn, cudnnStatus_t s, const char* what) {
   throw ShimError(StrCat(fn, ": ", what, " failed: ", fe::detail::get_error_string(s)));
 }
 
+// Graph::build's steps, with the numerical-note filter between them: it filters the engine configs that
+// create_execution_plans made (called before them, as on an unbuilt graph, it filters nothing: float32 convolutions
+// ran TF32 engines that way, seen on the H200). Heuristic mode A, then cuDNN's fallback list (engines A does not
+// rank, e.g. some grouped 3-D convolutions).
+fe::error_t Build(fe::graph::Graph& g, cudnnHandle_t handle, const std::vector<fe::NumericalNote_t>& notes_to_avoid) {
+  fe::error_t e = g.validate();
+  if (e.is_good()) e = g.build_operation_graph(handle);
+  if (e.is_good()) e = g.create_execution_plans({fe::HeurMode_t::A, fe::HeurMode_t::FALLBACK});
+  if (e.is_good() && !notes_to_avoid.empty()) g.deselect_numeric_notes(notes_to_avoid);
+  if (e.is_good()) e = g.check_support();
+  if (e.is_good()) e = g.build_plans(fe::BuildPlanPolicy_t::HEURISTICS_CHOICE);
+  return e;
+}
+
 struct Built {
   std::shared_ptr<fe::graph::Graph> graph;  // null: cuDNN has no engine for it (`refusal` says why)
   int64_t workspace = 0;
@@ -67,9 +81,7 @@ bool TryExecute(const char* fn, int32_t device, const std::string& key, const De
     Built b;
     b.graph = std::make_shared<fe::graph::Graph>();
     define(*b.graph);
-    if (!notes_to_avoid.empty()) b.graph->deselect_numeric_notes(notes_to_avoid);
-    // Heuristic mode A, then cuDNN's fallback list (engines A does not rank, e.g. some grouped 3-D convolutions).
-    fe::error_t e = b.graph->build(handle, {fe::HeurMode_t::A, fe::HeurMode_t::FALLBACK});
+    fe::error_t e = Build(*b.graph, handle, notes_to_avoid);
     if (e.is_good()) {
       Check(fn, b.graph->get_workspace_size(b.workspace), "workspace query", hint);
     } else {  // remembered: the next call with this key does not build again

@@ -65,7 +65,10 @@ def test_output_sizes_and_layout_match_torch(data):
         return
     p = ct.plan(*args)
     assert p["out_sizes"] == list(want.shape), (p, want.shape)
-    cl = n in (2, 3) and cl_format(n) in (suggest_memory_format(x), suggest_memory_format(w))
+    # torch on CUDA leaves cuDNN for its slow transposed kernels when output_padding >= stride on some dim
+    # (ConvParams::is_output_padding_big; seen on the H200): those return contiguous outputs.
+    big_outpad = transposed and any(op >= s for op, s in zip(outpad, stride))
+    cl = n in (2, 3) and not big_outpad and cl_format(n) in (suggest_memory_format(x), suggest_memory_format(w))
     # What torch's cuDNN path allocates: at::empty(output_size, memory_format) (strides computed, not relaxed).
     expect = torch.empty(want.shape, device="meta", memory_format=cl_format(n) if cl else torch.contiguous_format)
     assert p["out_strides"] == list(expect.stride()), (cl, p)
