@@ -172,6 +172,13 @@ run_tsan() {
   local supp="$OUT/tsan.supp" lib
   : > "$supp"
   for lib in ${TSAN_IGNORED_LIBS-libcuda.so.1 libcublasLt.so.13}; do echo "called_from_lib:$lib" >> "$supp"; done
+  # The one report left on the H200 (54a3493, and at e5c7643): "unlock of an unlocked mutex" at process exit, stack
+  # pthread_mutex_unlock <- cxa_at_exit_wrapper, on a global mutex of libcublasLt.so.13 that libcublasLt created in
+  # its own initializer. libcublasLt's lock of it is a call from that library (ignored by called_from_lib above), its
+  # exit handler's unlock is not attributed to it: a blind spot of the suppression, not a race of ours. Suppressed by
+  # the mutex's module only (a mutex report on any mutex of ours still shows).
+  [[ " ${TSAN_IGNORED_LIBS-libcuda.so.1 libcublasLt.so.13} " == *" libcublasLt.so.13 "* ]] && \
+    echo "mutex:libcublasLt.so.13" >> "$supp"
   TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=0 report_signal_unsafe=0 second_deadlock_stack=1 suppressions=$supp}" \
     run_gtest_binaries tsan tsan "${TSAN_TIMEOUT:-420}" "${pre[@]}" -- "${bins[@]}"
 }
@@ -193,14 +200,17 @@ run_serving() {
   fi
   # The threaded tests under compute-sanitizer too, at counts the sanitizer can carry: memcheck 4 threads x 40 calls;
   # racecheck (which instruments every shared-memory access of cuBLASLt's kernels: 4 x 40 with tuning ran past 300 s
-  # on the H200) 2 threads x 10 calls with tuning off.
+  # on the H200) 4 x 40 with tuning off (4 threads: one of them captures graphs; 2 x 10 at 54a3493 had none, so the
+  # 16-thread test failed its own checks that the graph paths ran) and 2 waves of exiting threads (20 waves ran past
+  # 240 s under racecheck at 54a3493).
   local cs; cs="$(find_compute_sanitizer)"
   if [[ -n "$cs" ]]; then
     GT_ARGS=("--gtest_filter=GemmThreads.*:*ExitedThreads*"); GT_FILTERED=1
     AOTIRT_STRESS_THREADS=4 AOTIRT_STRESS_CALLS=40 run_gtest_binaries serving-memcheck serving_memcheck \
       "${MEMCHECK_TIMEOUT:-300}" "$cs" --tool memcheck --error-exitcode 99 --leak-check full -- \
       "$B/bin/shims_gemm_test_gemm_threads_gpu" "$B/bin/shims_gemm_test_gemm_shims_gpu"
-    AOTIRT_GEMM_TUNE=0 AOTIRT_STRESS_THREADS=2 AOTIRT_STRESS_CALLS=10 run_gtest_binaries serving-racecheck \
+    AOTIRT_GEMM_TUNE=0 AOTIRT_STRESS_THREADS=4 AOTIRT_STRESS_CALLS=40 AOTIRT_EXIT_WAVES=2 \
+      run_gtest_binaries serving-racecheck \
       serving_racecheck "${RACECHECK_TIMEOUT:-240}" "$cs" --tool racecheck --error-exitcode 99 -- \
       "$B/bin/shims_gemm_test_gemm_threads_gpu" "$B/bin/shims_gemm_test_gemm_shims_gpu"
   else

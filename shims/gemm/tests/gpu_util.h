@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <string>
 
 #include "shims/gemm/executor.h"
@@ -14,6 +15,14 @@
 #include "shims/include/aotirt/shim.h"
 
 namespace aotirt_gemm_test {
+
+// A positive integer from the environment (test sizes the sanitizer runs shrink), else `fallback`.
+inline int EnvInt(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return fallback;
+  const int n = std::atoi(v);
+  return n > 0 ? n : fallback;
+}
 
 struct DeviceTensor {
   void* base = nullptr;

@@ -30,13 +30,6 @@
 namespace aotirt_gemm_test {
 namespace {
 
-int EnvInt(const char* name, int fallback) {
-  const char* v = std::getenv(name);
-  if (v == nullptr || *v == '\0') return fallback;
-  const int n = std::atoi(v);
-  return n > 0 ? n : fallback;
-}
-
 enum class Where { kOwnStream, kSharedStream, kLegacyStream, kCapturing };
 const char* WhereName(Where w) {
   switch (w) {
@@ -85,7 +78,8 @@ struct ThreadResult {
 class Worker {
  public:
   Worker(int index, Where where, cudaStream_t shared, int calls, ThreadResult* r)
-      : index_(index), where_(where), shared_(shared), calls_(calls), r_(r), rng_(1000 + index) {}
+      : index_(index), where_(where), shared_(shared), calls_(calls), capture_every_(calls < 40 ? calls : 40), r_(r),
+        rng_(1000 + index) {}
 
   void Run() {
     if (where_ == Where::kOwnStream || where_ == Where::kCapturing) {
@@ -103,7 +97,8 @@ class Worker {
       slots_.back()->d.Upload(slots_.back()->c, stream_);
     }
     for (int i = 0; i < calls_ && r_->first_error.empty();) {
-      if (where_ == Where::kCapturing && i % 40 == 39) {
+      // every 40th call a capture episode (every `calls_`-th when fewer: the sanitizer runs' small counts)
+      if (where_ == Where::kCapturing && i % capture_every_ == capture_every_ - 1) {
         i += CaptureEpisode(i);
         continue;
       }
@@ -205,6 +200,7 @@ class Worker {
   Where where_;
   cudaStream_t shared_, own_ = nullptr, stream_ = nullptr;
   int calls_;
+  int capture_every_;
   ThreadResult* r_;
   std::mt19937 rng_;
   std::vector<std::unique_ptr<Slot>> slots_;
