@@ -249,6 +249,7 @@ def preflight(torch, ep, opts: CompileOptions, key: str, target: str, device_ind
     """The refusals that need the graph (and the lowering GPU), before Inductor starts."""
     features = platforms.model_features(ep.graph)
     platforms.check_model(opts, features, key)
+    platforms.check_attention(opts, features)
     if check_gpu:
         platforms.check_gpu(opts, platforms.gpu_properties(device_index), target, features)
     return features

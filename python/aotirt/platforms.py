@@ -179,6 +179,7 @@ class ModelFeatures:
     """What in a graph decides which kernels Inductor can choose (see `model_features`)."""
     gemms: tuple = ()  # op names of matmul-like nodes
     convolutions: tuple = ()  # op names of convolution nodes
+    attention: tuple = ()  # per SDPA node: (op name, dtype name, q head dim, v head dim, dropout_p); dims None if symbolic
 
 
 _GEMM_OPS = ("mm", "addmm", "bmm", "baddbmm", "matmul", "linear", "_int_mm", "einsum", "addbmm", "addmv", "mv")
@@ -193,9 +194,38 @@ def _op_name(target) -> str:
     return name.split(".")[0]
 
 
+_SDPA_OPS = ("scaled_dot_product_attention", "_scaled_dot_product_cudnn_attention",
+             "_scaled_dot_product_flash_attention", "_scaled_dot_product_efficient_attention")
+# What the cuDNN attention shims run (shims/attention/sdpa_plan.cc; kMaxHeadDim in sdpa_plan.h).
+CUDNN_ATTENTION_DTYPES = ("float16", "bfloat16")
+CUDNN_ATTENTION_MAX_HEAD_DIM = 256
+
+
+def _static_dim(v):
+    try:
+        return int(v)
+    except (TypeError, ValueError):  # a symbolic size
+        return None
+
+
+def _attention_call(name: str, node) -> tuple | None:
+    """(name, dtype, q head dim, v head dim, dropout_p) of an SDPA node from its inputs' fake tensors."""
+    vals = [a.meta.get("val") if hasattr(a, "meta") else None for a in node.args[:3]]
+    if len(vals) < 3 or any(v is None or not hasattr(v, "dtype") for v in vals):
+        return None
+    dropout = node.kwargs.get("dropout_p", 0.0)
+    schema = getattr(node.target, "_schema", None)
+    for i, arg in enumerate(getattr(schema, "arguments", ())):  # where each op's schema puts dropout_p
+        if arg.name == "dropout_p" and i < len(node.args):
+            dropout = node.args[i]
+    return (name, str(vals[0].dtype).replace("torch.", ""), _static_dim(vals[0].shape[-1]),
+            _static_dim(vals[2].shape[-1]), float(dropout) if isinstance(dropout, (int, float)) else None)
+
+
 def model_features(graph) -> ModelFeatures:
-    """Finds GEMMs and convolutions among the call_function nodes of an fx graph (an ExportedProgram's .graph)."""
-    gemms, convs = set(), set()
+    """Finds GEMMs, convolutions and SDPA calls among the call_function nodes of an fx graph (an ExportedProgram's
+    .graph)."""
+    gemms, convs, attention = set(), set(), []
     for node in graph.nodes:
         if node.op != "call_function":
             continue
@@ -204,7 +234,35 @@ def model_features(graph) -> ModelFeatures:
             gemms.add(name)
         elif name in _CONV_OPS:
             convs.add(name)
-    return ModelFeatures(tuple(sorted(gemms)), tuple(sorted(convs)))
+        elif name in _SDPA_OPS:
+            call = _attention_call(name, node)
+            if call is not None:
+                attention.append(call)
+    return ModelFeatures(tuple(sorted(gemms)), tuple(sorted(convs)), tuple(attention))
+
+
+def check_attention(opts, features: ModelFeatures) -> None:
+    """With attention_backend CUDNN, refuses before Inductor the SDPA calls the cuDNN shims would refuse on every run:
+    dtypes other than float16/bfloat16 (torch picks its memory-efficient kernel for float32, whose shim runs on
+    cuDNN), head dims that are not multiples of 8 up to 256, dropout. All of them at once."""
+    if getattr(opts, "attention_backend", "MATH") != "CUDNN" or not features.attention:
+        return
+    problems = []
+    for name, dtype, d, dv, dropout in features.attention:
+        why = []
+        if dtype not in CUDNN_ATTENTION_DTYPES:
+            why.append(f"dtype {dtype} (cuDNN attention runs {' and '.join(CUDNN_ATTENTION_DTYPES)})")
+        for what, dim in (("query/key", d), ("value", dv)):
+            if dim is not None and not (0 < dim <= CUDNN_ATTENTION_MAX_HEAD_DIM and dim % 8 == 0):
+                why.append(f"{what} head dim {dim} (multiples of 8 up to {CUDNN_ATTENTION_MAX_HEAD_DIM})")
+        if dropout:
+            why.append(f"dropout_p={dropout} (inference only: dropout_p=0)")
+        if why:
+            problems.append(f"{name}: {', '.join(why)}")
+    if problems:
+        raise UnsupportedShimError(
+            f"attention_backend='CUDNN' cannot run {len(problems)} SDPA call(s) of this model: " + "; ".join(problems)
+            + ". Lower with attention_backend='MATH' (SDPA decomposed into Triton kernels and GEMMs)", [])
 
 
 def check_model(opts, features: ModelFeatures, key: str, manifest: Manifest | None = None) -> None:

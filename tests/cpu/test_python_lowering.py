@@ -379,3 +379,35 @@ def test_collector_names_op_fallbacks_by_their_shim():
     refusal = lowering.shim_error_in(info.value)
     assert refusal is not None, info.value
     assert refusal.shims == ["aoti_torch_cpu__scaled_dot_product_flash_attention_for_cpu"], refusal.shims
+
+
+class _Attention(torch.nn.Module):
+    def __init__(self, dropout=0.0):
+        super().__init__()
+        self.dropout = dropout
+
+    def forward(self, q, k, v):
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, dropout_p=self.dropout, is_causal=True)
+
+
+def _attention_features(dtype, d, dv=None, dropout=0.0):
+    q = torch.randn(1, 2, 8, d, dtype=dtype)
+    v = torch.randn(1, 2, 8, dv or d, dtype=dtype)
+    return platforms.model_features(torch.export.export(_Attention(dropout), (q, q.clone(), v)).graph)
+
+
+def test_cudnn_attention_refuses_what_the_shims_cannot_run_before_inductor():
+    """attention_backend CUDNN on float32 lowered (torch takes its memory-efficient kernel, whose shim runs on cuDNN)
+    and failed on every call; now refused at lowering with every reason, and MATH named."""
+    cudnn, math = aotirt.CompileOptions(attention_backend="CUDNN"), aotirt.CompileOptions(attention_backend="MATH")
+    fine = _attention_features(torch.bfloat16, 64)
+    assert fine.attention == (("scaled_dot_product_attention", "bfloat16", 64, 64, 0.0),)
+    platforms.check_attention(cudnn, fine)
+    platforms.check_attention(cudnn, _attention_features(torch.float16, 256, 128))
+    for feats, why in ((_attention_features(torch.float32, 64), "dtype float32"),
+                       (_attention_features(torch.bfloat16, 12), "query/key head dim 12"),
+                       (_attention_features(torch.bfloat16, 64, 264), "value head dim 264"),
+                       (_attention_features(torch.float16, 64, dropout=0.1), "dropout_p=0.1")):
+        with pytest.raises(aotirt.UnsupportedShimError, match=rf"cannot run 1 SDPA call.*{why}.*attention_backend='MATH'"):
+            platforms.check_attention(cudnn, feats)
+        platforms.check_attention(math, feats)  # MATH decomposes SDPA: anything goes
