@@ -42,3 +42,12 @@ def test_summary_compares_with_the_fastest_peer_with_graphs():
     assert s["ratio"] == pytest.approx(1.05) and s["cudnn_vs_torch_cudnn"] == pytest.approx(1.05)
     table = att.markdown(rows)
     assert "| 8192 | causal | torch_flash | True | - (x) |" in table
+
+
+def test_summary_gives_the_back_to_back_ratio_where_rows_have_it():
+    rows = [dict(T=1024, mask="causal", variant="ours_cudnn", graphs=True, ms=0.2, ms_pipelined=0.05),
+            dict(T=1024, mask="causal", variant="torch_cudnn", graphs=True, ms=0.04, ms_pipelined=0.04)]
+    s = att.summarize(rows)["T=1024,causal"]
+    assert s["ratio"] == pytest.approx(5.0) and s["pipelined_ratio"] == pytest.approx(1.25)
+    assert "| 1024 | causal | ours_cudnn | True | 0.200 | 0.050 |" in att.markdown(rows)
+    assert "pipelined_ratio" not in att.summarize([dict(r, ms_pipelined=None) for r in rows])["T=1024,causal"]
