@@ -149,36 +149,21 @@ def _fn(torch, mask: str):
 
 
 def _time(torch, call, iters: int) -> float:
+    """Median ms of `iters` single calls, each between two events with the GPU idle before it (the host's time to
+    the first kernel counts)."""
+    from aotirt.timing import events_ms
     for _ in range(3):
         call()
     torch.cuda.synchronize()
-    times = []
-    for _ in range(iters):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        call()
-        e.record()
-        e.synchronize()
-        times.append(s.elapsed_time(e))
-    return statistics.median(times)
+    return statistics.median(events_ms(torch, call, 1) for _ in range(iters))
 
 
 def _time_pipelined(torch, call, n: int = 20, repeats: int = 5) -> float:
     """ms per call of `n` back-to-back calls between two events (median of `repeats`): the GPU's throughput, the host's
-    per-call time hidden behind its queue unless the host is the slower side. `_time` (one call between events, the GPU
-    idle before it) adds the host's time to the first kernel; the two differ by what the host costs per call."""
-    call()
-    torch.cuda.synchronize()
-    out = []
-    for _ in range(repeats):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        for _ in range(n):
-            call()
-        e.record()
-        e.synchronize()
-        out.append(s.elapsed_time(e) / n)
-    return statistics.median(out)
+    per-call time hidden behind its queue unless the host is the slower side; `_time` and this differ by what the host
+    costs per call."""
+    from aotirt.timing import median_ms_per_call
+    return median_ms_per_call(torch, call, iters=n, repeats=repeats, warmup=1)
 
 
 def _device_used(torch) -> float:
