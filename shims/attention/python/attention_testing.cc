@@ -11,6 +11,7 @@
 
 #include "shims/attention/sdpa_plan.h"
 #include "shims/common/error.h"
+#include "tests/util/pybind_plan.h"
 
 namespace py = pybind11;
 using namespace aotirt::attention;
@@ -54,14 +55,7 @@ PYBIND11_MODULE(_attention_testing, m) {
     a.compute_log_sumexp = compute_log_sumexp;
     a.has_scale = scale.has_value();
     a.scale = scale.value_or(0.0);
-    SdpaPlan p;
-    try {
-      p = PlanSdpa("plan", a);
-    } catch (const aotirt::NotSupportedError& e) {
-      throw py::value_error(std::string("NotSupported: ") + e.what());
-    } catch (const aotirt::ShimError& e) {
-      throw py::value_error(std::string("ShimError: ") + e.what());
-    }
+    const SdpaPlan p = aotirt_testing::PlanOrValueError([&] { return PlanSdpa("plan", a); });
     py::dict d;
     d["out_sizes"] = p.out_sizes;
     d["out_strides"] = p.out_strides;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "shims/common/error.h"
+#include "tests/util/pybind_plan.h"
 #include "shims/convolution/conv_plan.h"
 
 namespace py = pybind11;
@@ -39,14 +40,7 @@ PYBIND11_MODULE(_conv_testing, m) {
     a.transposed = transposed;
     a.output_padding = output_padding;
     a.groups = groups;
-    ConvPlan p;
-    try {
-      p = PlanConvolution("plan", a);
-    } catch (const aotirt::NotSupportedError& e) {
-      throw py::value_error(std::string("NotSupported: ") + e.what());
-    } catch (const aotirt::ShimError& e) {
-      throw py::value_error(std::string("ShimError: ") + e.what());
-    }
+    const ConvPlan p = aotirt_testing::PlanOrValueError([&] { return PlanConvolution("plan", a); });
     py::dict d;
     d["out_sizes"] = p.out_sizes;
     d["out_strides"] = p.out_strides;
