@@ -450,6 +450,8 @@ def parse_args(argv: list | None = None):
     f.boolean("quick", False, f"only the {len(QUICK)}-model subset {','.join(QUICK)} (of those --models selects)")
     f.enum("dtype", "fp32", DTYPES, "fp32 (default), bf16 (the bf16 subset) or both")
     f.define("replays", 30, "CUDA graph replays timed per model (median)", positive_int, "integer")
+    f.enum("attention_backend", "MATH", ("MATH", "CUDNN"), "how the packages lower SDPA (aotirt's attention_backend; "
+           "CUDNN: the cuDNN shims, Linux CUDA; refused at lowering for SDPA calls they cannot run, e.g. float32)")
     f.define("budget-s", 0.0, "end the whole zoo after this many seconds, recording what did not finish (0: no "
              "limit); the JSON and table are written either way", nonnegative_float, "float")
     f.boolean("export-only", False, "build + torch.export only, on the CPU (no GPU needed; no lower/run/time)")
@@ -611,15 +613,18 @@ def build_entry(torch, e: Entry, dtype: str, device: str) -> tuple:
     return model, cast_inputs(torch, e.inputs(torch), torch_dtype(torch, dtype), device)
 
 
-def default_compile(ep, inputs, package_path):
+def default_compile(ep, inputs, package_path, attention_backend: str = "MATH"):
     import aotirt
-    return aotirt.compile(ep, inputs, package_path, options=aotirt.CompileOptions(max_autotune=False))
+    return aotirt.compile(ep, inputs, package_path, options=aotirt.CompileOptions(
+        max_autotune=False, attention_backend=attention_backend))
 
 
 def lower_one(key: str, e: Entry, dtype: str, work: str, device: str = "cuda", export_only: bool = False,
-              compile_fn: Callable | None = None, progress: Callable[[dict], None] | None = None) -> dict:
+              compile_fn: Callable | None = None, progress: Callable[[dict], None] | None = None,
+              attention_backend: str = "MATH") -> dict:
     """The build, export and lower stages of one row, in this process. compile_fn(ep, inputs, package_path) defaults
-    to aotirt.compile with max_autotune OFF (the CPU test passes a fake). progress(rec) after each stage."""
+    to aotirt.compile with max_autotune OFF and `attention_backend` (the CPU test passes a fake). progress(rec) after
+    each stage."""
     import torch
     from aotirt.errors import UnsupportedShimError
     rec = new_record(key, e, dtype)
@@ -656,7 +661,8 @@ def lower_one(key: str, e: Entry, dtype: str, work: str, device: str = "cuda", e
     pkg = os.path.join(work, f"{key.replace('@', '_')}.pt2")
     t0 = time.perf_counter()
     try:
-        path = (compile_fn or default_compile)(ep, inputs, pkg)
+        path = (compile_fn(ep, inputs, pkg) if compile_fn else
+                default_compile(ep, inputs, pkg, attention_backend=attention_backend))
         rec["lowered"], rec["package"] = True, path or pkg
     except UnsupportedShimError as ex:
         rec["refused_missing_shims"] = list(ex.shims)
@@ -829,7 +835,8 @@ def child_main(a) -> int:
         try:
             if a.child == "lower":
                 rec = lower_one(key, entries[name], dtype, work, device="cpu" if a.export_only else "cuda",
-                                export_only=a.export_only, progress=lambda r: _emit("progress", r))
+                                export_only=a.export_only, progress=lambda r: _emit("progress", r),
+                                attention_backend=a.attention_backend)
             else:
                 rec = run_one(prior[key], entries[name], a.replays, progress=lambda r: _emit("progress", r))
         except Exception as ex:  # noqa: BLE001 (a harness bug for one model must not end the others)
@@ -1042,7 +1049,8 @@ def run(a) -> int:
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, _on_signal)
     me = [sys.executable, os.path.abspath(__file__)]
-    common = ["--work", work, "--replays", str(a.replays)] + (["--export-only"] if a.export_only else [])
+    common = (["--work", work, "--replays", str(a.replays), "--attention_backend", a.attention_backend] +
+              (["--export-only"] if a.export_only else []))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))  # the children import as we do
     try:
         shards = [keys[i::a.workers] for i in range(min(a.workers, len(keys)))]
@@ -1082,6 +1090,7 @@ def run(a) -> int:
                   "torchvision": _dist_version("torchvision"), "timm": _dist_version("timm"),
                   "transformers": _dist_version("transformers"), "python": sys.version.split()[0],
                   "command": [sys.executable, *sys.argv], "dtype": a.dtype, "export_only": a.export_only,
+                  "attention_backend": a.attention_backend,
                   "replays": a.replays, "workers": a.workers, "timeout_s": a.timeout_s,
                   "elapsed_s": {"lower": round(lower_s, 1), "run": round(run_s, 1),
                                 "total": round(time.perf_counter() - t_start, 1)},

@@ -108,12 +108,14 @@ def test_defaults_and_flags():
             a.budget_s, a.work) == ("/tmp/o", ("hf_", "resnet18"), True, 2, 60.0, True, "both", 12, True, 540.0,
                                     "/tmp/w")
     assert zoo.parse_args(["--dtype", "bf16"]).dtype == "bf16"
+    assert a.attention_backend == "MATH" and zoo.parse_args(["--attention_backend", "CUDNN"]).attention_backend == "CUDNN"
 
 
 @pytest.mark.parametrize("argv, why", [(["--workers", "0"], "must be >= 1"), (["--workers", "x"], "not an integer"),
                                        (["--timeout-s", "0"], "must be > 0"), (["--timeout-s", "x"], "not a number"),
                                        (["--dtype", "fp16"], "invalid choice"), (["--budget-s", "-1"], "must be >= 0"),
-                                       (["--replays", "0"], "must be >= 1"), (["--bogus"], "")])
+                                       (["--replays", "0"], "must be >= 1"), (["--bogus"], ""),
+                                       (["--attention_backend", "TRITON"], "invalid choice")])
 def test_bad_flags_are_usage_errors(argv, why, capsys):
     with pytest.raises(SystemExit) as e:
         zoo.parse_args(argv)
@@ -127,7 +129,7 @@ def test_help_lists_the_flags_but_not_the_internal_ones(capsys):
     assert e.value.code == 0
     out = capsys.readouterr().out
     for flag in ("--out", "--models", "--[no]list", "--workers", "--timeout-s", "--[no]quick", "--dtype",
-                 "--[no]export-only", "--budget-s"):
+                 "--[no]export-only", "--budget-s", "--attention_backend"):
         assert flag in out, flag
     assert "--child" not in out and "--keys" not in out
 
