@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import json
 import os
-import statistics
 import sys
 import tempfile
 import time
@@ -34,6 +33,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from cliflags import Flags, csv, positive_int  # noqa: E402
 from provenance import commit  # noqa: E402
+from sidebyside import (best_against_peers, cell, device_used_mb, subset, timed_row, torch_graph,  # noqa: E402
+                        write_result)
 
 VARIANTS = ("ours_cudnn", "ours_math", "torch_cudnn", "torch_flash", "torch_compile")
 MASKS = ("causal", "additive")
@@ -45,33 +46,13 @@ def parse_args(argv=None):
     f.string("out", os.path.join(HERE, "results", "attention.json"), "attention.json path, or a directory")
     f.define("seq", (128, 512, 2048, 8192), "comma-separated sequence lengths", lambda t: tuple(
         positive_int(x) for x in csv(t)), "list")
-    f.define("masks", MASKS, f"comma-separated masks: {','.join(MASKS)}", lambda t: _subset(t, MASKS, "mask"),
+    f.define("masks", MASKS, f"comma-separated masks: {','.join(MASKS)}", lambda t: subset(csv(t), MASKS, "mask"),
              "list")
     f.define("variants", VARIANTS, f"comma-separated variants: {','.join(VARIANTS)}",
-             lambda t: _subset(t, VARIANTS, "variant"), "list")
+             lambda t: subset(csv(t), VARIANTS, "variant"), "list")
     f.define("iters", 50, "timed calls per row", positive_int, "integer")
     f.boolean("profile", False, "also print each eager row's GPU kernels (torch.profiler, 5 calls): where the time goes")
     return f.parse(argv)
-
-
-def _profile(torch, call, label: str) -> None:
-    """Prints the kernels 5 calls of `call` ran, by GPU time (a diagnostic beside the timing, not a measurement)."""
-    from torch.profiler import ProfilerActivity, profile
-    call()
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(5):
-            call()
-        torch.cuda.synchronize()
-    print(f"profile {label}:\n" + prof.key_averages().table(sort_by="cuda_time_total", row_limit=8), flush=True)
-
-
-def _subset(text: str, valid: tuple, what: str) -> tuple:
-    items = csv(text)
-    bad = [x for x in items if x not in valid]
-    if bad or not items:
-        raise ValueError(f"unknown {what}(s) {bad or '(none)'}; valid: {', '.join(valid)}")
-    return items
 
 
 def cases(seq: tuple, masks: tuple, variants: tuple) -> list:
@@ -89,24 +70,14 @@ def cases(seq: tuple, masks: tuple, variants: tuple) -> list:
 
 
 def summarize(rows: list) -> dict:
-    """Per (T, mask): ours' best with graphs against the fastest peer with graphs, and the T=8192 cuDNN ratio."""
+    """Per (T, mask): ours' best with graphs against the fastest peer with graphs (sidebyside.best_against_peers), and
+    ours_cudnn against torch_cudnn."""
     out = {}
-    keys = sorted({(r["T"], r["mask"]) for r in rows})
-    for t, mask in keys:
+    for t, mask in sorted({(r["T"], r["mask"]) for r in rows}):
         sel = [r for r in rows if r["T"] == t and r["mask"] == mask and r["graphs"] and r.get("ms") is not None]
-        ours = [r for r in sel if r["variant"].startswith("ours_")]
-        peers = [r for r in sel if not r["variant"].startswith("ours_")]
-        if not ours or not peers:
+        entry = best_against_peers(sel)
+        if entry is None:
             continue
-        best, peer = min(ours, key=lambda r: r["ms"]), min(peers, key=lambda r: r["ms"])
-        entry = {"ours_best": best["variant"], "ours_ms": best["ms"], "peer_best": peer["variant"],
-                 "peer_ms": peer["ms"], "ratio": best["ms"] / peer["ms"]}
-        piped = [r for r in sel if r.get("ms_pipelined") is not None]
-        p_ours = [r for r in piped if r["variant"].startswith("ours_")]
-        p_peers = [r for r in piped if not r["variant"].startswith("ours_")]
-        if p_ours and p_peers:  # GPU throughput: host time hidden behind the GPU's queue
-            pb, pp = (min(p_ours, key=lambda r: r["ms_pipelined"]), min(p_peers, key=lambda r: r["ms_pipelined"]))
-            entry["pipelined_ratio"] = pb["ms_pipelined"] / pp["ms_pipelined"]
         cud = [r for r in sel if r["variant"] == "ours_cudnn"]
         tcud = [r for r in sel if r["variant"] == "torch_cudnn"]
         if cud and tcud:
@@ -119,12 +90,9 @@ def markdown(rows: list) -> str:
     lines = ["| T | mask | variant | graphs | ms | ms back-to-back | peak MB | max abs diff |",
              "|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        ms = "-" if r.get("ms") is None else f"{r['ms']:.3f}"
-        mp = "-" if r.get("ms_pipelined") is None else f"{r['ms_pipelined']:.3f}"
-        pk = "-" if r.get("peak_mb") is None else f"{r['peak_mb']:.0f}"
-        df = "-" if r.get("max_abs_diff") is None else f"{r['max_abs_diff']:.3g}"
         note = f" ({r['error']})" if r.get("error") else ""
-        lines.append(f"| {r['T']} | {r['mask']} | {r['variant']} | {r['graphs']} | {ms}{note} | {mp} | {pk} | {df} |")
+        lines.append(f"| {r['T']} | {r['mask']} | {r['variant']} | {r['graphs']} | {cell(r, 'ms', '.3f')}{note} | "
+                     f"{cell(r, 'ms_pipelined', '.3f')} | {cell(r, 'peak_mb', '.0f')} | {cell(r, 'max_abs_diff', '.3g')} |")
     return "\n".join(lines)
 
 
@@ -148,30 +116,6 @@ def _fn(torch, mask: str):
     return lambda q, k, v, bias: F.scaled_dot_product_attention(q, k, v, attn_mask=bias)
 
 
-def _time(torch, call, iters: int) -> float:
-    """Median ms of `iters` single calls, each between two events with the GPU idle before it (the host's time to
-    the first kernel counts)."""
-    from aotirt.timing import events_ms
-    for _ in range(3):
-        call()
-    torch.cuda.synchronize()
-    return statistics.median(events_ms(torch, call, 1) for _ in range(iters))
-
-
-def _time_pipelined(torch, call, n: int = 20, repeats: int = 5) -> float:
-    """ms per call of `n` back-to-back calls between two events (median of `repeats`): the GPU's throughput, the host's
-    per-call time hidden behind its queue unless the host is the slower side; `_time` and this differ by what the host
-    costs per call."""
-    from aotirt.timing import median_ms_per_call
-    return median_ms_per_call(torch, call, iters=n, repeats=repeats, warmup=1)
-
-
-def _device_used(torch) -> float:
-    torch.cuda.synchronize()
-    free, total = torch.cuda.mem_get_info()
-    return (total - free) / 2**20
-
-
 def measure(args) -> list:
     import torch
     import aotirt
@@ -186,10 +130,11 @@ def measure(args) -> list:
             ref = fn(*(x.float() for x in xs))
         row = {"T": t, "mask": mask, "variant": variant, "graphs": graphs, "ms": None, "peak_mb": None,
                "max_abs_diff": None}
+        label = f"T={t} {mask} {variant}" if args.profile and not graphs else None
         try:
             torch.cuda.synchronize()
             torch.cuda.reset_peak_memory_stats()
-            base_alloc, base_used = torch.cuda.memory_allocated(), _device_used(torch)
+            base_alloc, base_used = torch.cuda.memory_allocated(), device_used_mb(torch)
             if variant.startswith("ours_"):
                 backend = "CUDNN" if variant == "ours_cudnn" else "MATH"
                 key = (t, mask, backend)
@@ -206,14 +151,8 @@ def measure(args) -> list:
                 runner = aotirt.load(packages[key])
                 call = aotirt.capture(runner, *xs) if graphs else (lambda: runner(*xs))
                 target = call if not graphs else (lambda: call(*xs))
-                out = target()
-                out = out[0] if isinstance(out, (list, tuple)) else out
-                row["max_abs_diff"] = (out.float() - ref).abs().max().item()  # before later calls reuse out
-                row["ms"] = _time(torch, target, args.iters)
-                row["ms_pipelined"] = _time_pipelined(torch, target)
-                row["peak_mb"] = _device_used(torch) - base_used
-                if args.profile and not graphs:
-                    _profile(torch, target, f"T={t} {mask} {variant}")
+                timed_row(torch, row, target, ref, args.iters, label)
+                row["peak_mb"] = device_used_mb(torch) - base_used
             else:
                 if variant == "torch_compile":
                     compiled = torch.compile(fn, mode="max-autotune")
@@ -224,21 +163,8 @@ def measure(args) -> list:
                     def eager():
                         with sdpa_kernel([kind]):
                             return fn(*xs)
-                    target = eager
-                    if graphs:
-                        target()
-                        graph = torch.cuda.CUDAGraph()
-                        with torch.cuda.graph(graph):
-                            static_out = eager()
-                        target = lambda: (graph.replay(), static_out)[1]
-                with torch.no_grad():
-                    out = target()
-                    # now: cudagraph trees (torch_compile) and the captured graphs overwrite out on the next call
-                    row["max_abs_diff"] = (out.float() - ref).abs().max().item()
-                    row["ms"] = _time(torch, target, args.iters)
-                    row["ms_pipelined"] = _time_pipelined(torch, target)
-                    if args.profile and not graphs:
-                        _profile(torch, target, f"T={t} {mask} {variant}")
+                    target = torch_graph(torch, eager) if graphs else eager
+                timed_row(torch, row, target, ref, args.iters, label)
                 row["peak_mb"] = (torch.cuda.max_memory_allocated() - base_alloc) / 2**20
         except Exception as e:  # a row that fails is recorded with its reason, the others still run
             row["error"] = f"{type(e).__name__}: {str(e)[:300]}"
@@ -254,13 +180,7 @@ def main(argv=None) -> int:
     result = {"commit": commit(), "machine": torch.cuda.get_device_name(0), "torch": torch.__version__,
               "command": " ".join(sys.argv), "shape": {"B": B, "H": H, "D": D, "dtype": "bfloat16"}, "rows": rows,
               "summary": summarize(rows)}
-    out = args.out if args.out.endswith(".json") else os.path.join(args.out, "attention.json")
-    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
-    with open(out, "w") as f:
-        json.dump(result, f, indent=1)
-    print(markdown(rows))
-    print(json.dumps(result["summary"], indent=1))
-    return 0 if all(r.get("error") is None for r in rows) else 1
+    return write_result(args.out, "attention.json", result, markdown(rows))
 
 
 if __name__ == "__main__":
