@@ -142,3 +142,31 @@ def test_empty_batch_allocates_and_runs_nothing():
     q, k, v = _qkv(b=0)
     p = at.plan("cudnn", q, k, v, None, 0.0, True, False, True, None)
     assert p["empty"] and p["out_sizes"] == [0, 4, 8, 64]
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
+def test_the_lowering_time_refusal_agrees_with_the_planner(dtype):
+    """aotirt.platforms.check_attention (attention_backend=CUDNN, before Inductor) refuses exactly the dtypes, head
+    dims and dropout this planner refuses at run time: its constants are a copy of sdpa_plan's, this keeps them one."""
+    import aotirt
+    from aotirt import platforms
+    from aotirt.errors import UnsupportedShimError
+    opts = aotirt.CompileOptions(attention_backend="CUDNN")
+    name = str(dtype).replace("torch.", "")
+    for d, dv in ((8, 8), (12, 12), (64, 64), (80, 80), (128, 64), (256, 256), (264, 264), (64, 12), (64, 264)):
+        for dropout in (0.0, 0.1):
+            q = torch.empty(1, 2, 16, d, dtype=dtype, device="meta")
+            v = torch.empty(1, 2, 16, dv, dtype=dtype, device="meta")
+            try:
+                at.plan("efficient", meta(q), meta(q), meta(v), None, dropout, False, False, False, None)
+                planner_ok = True
+            except ValueError as e:
+                assert "NotSupported" in str(e), e
+                planner_ok = False
+            feats = platforms.ModelFeatures(attention=(("scaled_dot_product_attention", name, d, dv, dropout),))
+            try:
+                platforms.check_attention(opts, feats)
+                lowering_ok = True
+            except UnsupportedShimError:
+                lowering_ok = False
+            assert planner_ok == lowering_ok, (name, d, dv, dropout, planner_ok)
