@@ -77,6 +77,8 @@ run_gtest_binaries() {
     name="$(basename "$t")"; log="$OUT/${logp}_$name.log"; nbin=$((nbin + 1))
     timeout "$tmo" "${pre[@]}" "$t" --gtest_brief=1 "${GT_ARGS[@]}" > "$log" 2>&1
     rc=$?
+    # GT_POSTCHECK (a function: LOG RC -> the exit status to count), e.g. tsan_postcheck
+    [[ -n "${GT_POSTCHECK:-}" ]] && rc="$("$GT_POSTCHECK" "$log" "$rc")"
     read -r ran p s f < <(gtest_counts "$log")
     if ((rc != 0 && f == 0)); then f=1; fi  # crash, timeout, sanitizer report: no case-level failure to count
     if ((ran == 0 && rc == 0)); then
@@ -172,15 +174,27 @@ run_tsan() {
   local supp="$OUT/tsan.supp" lib
   : > "$supp"
   for lib in ${TSAN_IGNORED_LIBS-libcuda.so.1 libcublasLt.so.13}; do echo "called_from_lib:$lib" >> "$supp"; done
-  # The one report left on the H200 (54a3493, and at e5c7643): "unlock of an unlocked mutex" at process exit, stack
-  # pthread_mutex_unlock <- cxa_at_exit_wrapper, on a global mutex of libcublasLt.so.13 that libcublasLt created in
-  # its own initializer. libcublasLt's lock of it is a call from that library (ignored by called_from_lib above), its
-  # exit handler's unlock is not attributed to it: a blind spot of the suppression, not a race of ours. Suppressed by
-  # the mutex's module only (a mutex report on any mutex of ours still shows).
-  [[ " ${TSAN_IGNORED_LIBS-libcuda.so.1 libcublasLt.so.13} " == *" libcublasLt.so.13 "* ]] && \
-    echo "mutex:libcublasLt.so.13" >> "$supp"
+  # The one report left on the H200 (54a3493, e5c7643, 9bc4bc0): "unlock of an unlocked mutex" at process exit, stack
+  # pthread_mutex_unlock <- cxa_at_exit_wrapper, on a global mutex libcublasLt.so.13 created (and locked, ignored by
+  # called_from_lib) in its own initializer. No suppression can name it (tools/gpu/tsan_reports.py says why), so a
+  # binary that exits 66 counts as passed only when tsan_reports.py finds that every report is this exact one.
+  local GT_POSTCHECK=""
+  [[ " ${TSAN_IGNORED_LIBS-libcuda.so.1 libcublasLt.so.13} " == *" libcublasLt.so.13 "* ]] && GT_POSTCHECK=tsan_postcheck
   TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=0 report_signal_unsafe=0 second_deadlock_stack=1 suppressions=$supp}" \
     run_gtest_binaries tsan tsan "${TSAN_TIMEOUT:-420}" "${pre[@]}" -- "${bins[@]}"
+}
+
+# tsan_postcheck LOG RC: prints the exit status to count: 0 for a TSan exit (66) whose reports are all known vendor
+# ones (tools/gpu/tsan_reports.py, its verdict in the summary), else RC.
+tsan_postcheck() {
+  local log="$1" rc="$2" verdict
+  if ((rc == 66)) && verdict="$($PY "$ROOT/tools/gpu/tsan_reports.py" "$log" 2>&1)"; then
+    echo "tsan: $(basename "$log" .log): exit 66 counted as 0: $verdict" >> "$summary"
+    echo 0
+    return
+  fi
+  [[ -n "${verdict:-}" ]] && echo "tsan: $(basename "$log" .log): $verdict" >> "$summary"
+  echo "$rc"
 }
 
 # Issue 12's serving checks in one call (about 4 minutes on the H200): the 16-thread GEMM stress test with repeats
@@ -201,18 +215,19 @@ run_serving() {
   # The threaded tests under compute-sanitizer too, at counts the sanitizer can carry: memcheck 4 threads x 40 calls;
   # racecheck (which instruments every shared-memory access of cuBLASLt's kernels: 4 x 40 with tuning ran past 300 s
   # on the H200) 4 x 40 with tuning off (4 threads: one of them captures graphs; 2 x 10 at 54a3493 had none, so the
-  # 16-thread test failed its own checks that the graph paths ran) and 2 waves of exiting threads (20 waves ran past
-  # 240 s under racecheck at 54a3493).
+  # 16-thread test failed its own checks that the graph paths ran). The thread-exit test is left out of racecheck:
+  # at 9bc4bc0 it passed with 0 hazards, but racecheck counted its own "Internal Sanitizer Error: Detected a failure
+  # to track a kernel launch" (threads exiting with work in flight) as an error; it runs under memcheck and TSan.
   local cs; cs="$(find_compute_sanitizer)"
   if [[ -n "$cs" ]]; then
     GT_ARGS=("--gtest_filter=GemmThreads.*:*ExitedThreads*"); GT_FILTERED=1
     AOTIRT_STRESS_THREADS=4 AOTIRT_STRESS_CALLS=40 run_gtest_binaries serving-memcheck serving_memcheck \
       "${MEMCHECK_TIMEOUT:-300}" "$cs" --tool memcheck --error-exitcode 99 --leak-check full -- \
       "$B/bin/shims_gemm_test_gemm_threads_gpu" "$B/bin/shims_gemm_test_gemm_shims_gpu"
-    AOTIRT_GEMM_TUNE=0 AOTIRT_STRESS_THREADS=4 AOTIRT_STRESS_CALLS=40 AOTIRT_EXIT_WAVES=2 \
-      run_gtest_binaries serving-racecheck \
+    GT_ARGS=("--gtest_filter=GemmThreads.*")
+    AOTIRT_GEMM_TUNE=0 AOTIRT_STRESS_THREADS=4 AOTIRT_STRESS_CALLS=40 run_gtest_binaries serving-racecheck \
       serving_racecheck "${RACECHECK_TIMEOUT:-240}" "$cs" --tool racecheck --error-exitcode 99 -- \
-      "$B/bin/shims_gemm_test_gemm_threads_gpu" "$B/bin/shims_gemm_test_gemm_shims_gpu"
+      "$B/bin/shims_gemm_test_gemm_threads_gpu"
   else
     record_suite serving-sanitizers 0 0 0 "compute-sanitizer not found"
   fi

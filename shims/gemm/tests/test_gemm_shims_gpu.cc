@@ -241,7 +241,7 @@ TEST_F(GemmGpu, ExitedThreadsHandTheirStateToTheNext) {
   // a pool at exit; here waves of 8 threads run a GEMM each and exit while others of their wave still run.
   aotirt::gemm::ReleaseGemmThreadStates();
   std::atomic<int> wrong{0};
-  const int waves = EnvInt("AOTIRT_EXIT_WAVES", 20);  // fewer under racecheck (run.sh)
+  const int waves = EnvInt("AOTIRT_EXIT_WAVES", 20);  // fewer for a quick look under a sanitizer
   for (int wave = 0; wave < waves; ++wave) {
     std::vector<std::thread> threads;
     for (int t = 0; t < 8; ++t) {

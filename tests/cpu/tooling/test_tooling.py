@@ -222,7 +222,7 @@ def fake_bundle(tmp_path, tests):
 def run_sh(tmp_path, bundle, *suites, env=None):
     root = tmp_path / "checkout"
     if not (root / "tools/gpu/run.sh").exists():
-        tree_with(tmp_path, "tools/gpu/run.sh")
+        tree_with(tmp_path, "tools/gpu/run.sh", "tools/gpu/tsan_reports.py")
     out = tmp_path / "out"
     e = {"AOTIRT_BUNDLE_DIR": str(bundle), "OUT": str(out), "PYTHON": sys.executable}
     e.update(env or {})
@@ -294,10 +294,54 @@ def test_run_tsan_suite(tmp_path):
     r, lines = run_sh(tmp_path, b, "tsan")
     assert r.returncode != 0 and "(exit 66)" in r.stdout, r.stdout
     supp = (tmp_path / "out/tsan.supp").read_text().split()
-    assert "called_from_lib:libcuda.so.1" in supp and "mutex:libcublasLt.so.13" in supp, supp
-    # Without libcublasLt among the ignored libraries its mutex reports are not suppressed either.
+    assert supp == ["called_from_lib:libcuda.so.1", "called_from_lib:libcublasLt.so.13"], supp
     run_sh(tmp_path, b, "tsan", env={"TSAN_IGNORED_LIBS": "libcuda.so.1"})
     assert (tmp_path / "out/tsan.supp").read_text().split() == ["called_from_lib:libcuda.so.1"]
+
+
+TSAN_LOG = "tests/cpu/tooling/data/tsan_libcublaslt_exit_unlock.log"  # the report of the H200 run at 9bc4bc0
+
+
+def tsan_reports(tmp_path, text):
+    log = tmp_path / "t.log"
+    log.write_text(text)
+    return subprocess.run([sys.executable, src("tools/gpu/tsan_reports.py"), str(log)], capture_output=True,
+                          text=True)
+
+
+def test_tsan_reports_knows_only_the_exact_libcublaslt_exit_unlock(tmp_path):
+    real = open(src(TSAN_LOG)).read()
+    r = tsan_reports(tmp_path, real)
+    assert r.returncode == 0 and "1 known (libcublasLt-exit-unlock x1), 0 not known" in r.stdout, r.stdout
+    # the same unlock from an exit handler of ours (its frame between the two): a report
+    ours = real.replace("    #1 cxa_at_exit_wrapper", "    #1 aotirt::Cleanup() shims/x.cc:3 (libaoti_cuda_shims.so+0x10)\n"
+                        "    #2 cxa_at_exit_wrapper")
+    r = tsan_reports(tmp_path, ours)
+    assert r.returncode == 1 and "0 known" in r.stdout, r.stdout
+    # a mutex created by our code: a report
+    r = tsan_reports(tmp_path, real.replace("#1 <null> <null> (libcublasLt.so.13+0x71c81f1)",
+                                            "#1 aotirt::Init() shims/x.cc:9 (libaoti_cuda_shims.so+0x20)"))
+    assert r.returncode == 1, r.stdout
+    # the known one beside a data race: the race counts
+    race = ("==================\nWARNING: ThreadSanitizer: data race (pid=7)\n  Write of size 8 at 0x7b04 by thread T2:\n"
+            "    #0 aotirt::gemm::Run shims/gemm/executor.cc:208 (libaoti_cuda_shims.so+0xe95a4)\n\n"
+            "SUMMARY: ThreadSanitizer: data race shims/gemm/executor.cc:208 in aotirt::gemm::Run\n==================\n")
+    r = tsan_reports(tmp_path, real + race)
+    assert r.returncode == 1 and "2 TSan report(s): 1 known" in r.stdout, r.stdout
+    # no report at all (exit 66 for another reason): not a pass
+    assert tsan_reports(tmp_path, "[  PASSED  ] 2 tests.\n").returncode == 2
+
+
+def test_run_tsan_counts_a_binary_whose_only_report_is_the_known_one(tmp_path):
+    b = fake_bundle(tmp_path, {"shims_ok_test": dict(ran=1, passed=1)})
+    log = src(TSAN_LOG)
+    write_exe(str(b / "tsan/shims_gemm_test_gemm_threads_gpu"), f"#!/bin/sh\ncat {log}\nexit 66\n")
+    r, lines = run_sh(tmp_path, b, "tsan")
+    assert r.returncode == 0 and "tsan: 2 passed, 0 failed" in r.stdout, r.stdout
+    assert "exit 66 counted as 0: 1 TSan report(s): 1 known" in (tmp_path / "out/summary.txt").read_text()
+    # with libcublasLt not ignored, nothing is excused
+    r, lines = run_sh(tmp_path, b, "tsan", env={"TSAN_IGNORED_LIBS": "libcuda.so.1"})
+    assert r.returncode != 0 and "(exit 66)" in r.stdout, r.stdout
 
 
 def test_run_sanitizer_suites(tmp_path):
