@@ -15,6 +15,7 @@ from aotirt import package, platforms
 from aotirt.device import parse_device
 from aotirt.errors import LoweringError, SpecError, UnsupportedShimError
 from aotirt.progress import Heartbeat, ensure_progress_visible, log
+from aotirt.return_types import name_return_types
 from aotirt.specs import METADATA_KEY, CompileOptions, effective_options, inductor_options
 
 
@@ -111,6 +112,56 @@ def lowering_context(torch, opts: CompileOptions, device_index: int | None):
             yield
     finally:
         torch.set_float32_matmul_precision(previous)
+
+
+def align_sdpa_layouts(torch, ep) -> int:
+    """Makes an ExportedProgram's SDPA outputs keep the layout it was exported with, whatever kernel the lowering
+    picks. torch.export records each scaled_dot_product_attention's output strides from the backend it traced with
+    (flash/memory-efficient/cuDNN: the query's layout, often [B, T, H, D] in memory), and code after it may rely on
+    them: `y.transpose(1, 2).view(B, T, -1)`, or torch's multi_head_attention_forward, whose `.contiguous()` export
+    drops when the tensor already is. Lowered with attention_backend MATH, SDPA is contiguous [B, H, T, D], and such a
+    view fails ("Cannot view a tensor ... as a tensor with shape ..."; torchvision's vit_b_16 in the zoo). After each
+    SDPA whose recorded output is not contiguous this inserts permute -> clone(contiguous) -> permute back, which gives
+    exactly the recorded strides (Inductor fuses the copy into its neighbours; a no-op layout when they already agree).
+    Changes the graph in place (the computation is the same); returns the number of SDPA calls realigned."""
+    sdpa = torch.ops.aten.scaled_dot_product_attention.default
+    graph = ep.graph_module.graph
+    changed = 0
+    for node in list(graph.nodes):
+        val = node.meta.get("val") if node.op == "call_function" and node.target == sdpa else None
+        if not isinstance(val, torch.Tensor) or val.is_contiguous():
+            continue
+        strides = list(val.stride())
+        if any(not isinstance(x, int) for x in strides) or len(set(strides)) != len(strides):
+            continue  # symbolic or ambiguous (size-1 dims sharing a stride): leave it to Inductor
+        order = sorted(range(val.dim()), key=lambda d: -strides[d])  # outermost first: the memory order
+        inverse = [order.index(d) for d in range(val.dim())]
+        # an output keeps its name (the graph signature's); a permute of ours means this SDPA is realigned already
+        users = [u for u in node.users if u.op != "output" and not u.meta.get("aotirt_sdpa_align")]
+        if not users:
+            continue
+        with graph.inserting_after(node):
+            perm = graph.call_function(torch.ops.aten.permute.default, (node, order))
+        with graph.inserting_after(perm):
+            packed = graph.call_function(torch.ops.aten.clone.default, (perm,),
+                                         {"memory_format": torch.contiguous_format})
+        with graph.inserting_after(packed):
+            back = graph.call_function(torch.ops.aten.permute.default, (packed, inverse))
+        perm.meta["aotirt_sdpa_align"] = True
+        perm.meta["val"] = val.permute(order)
+        packed.meta["val"] = perm.meta["val"].clone(memory_format=torch.contiguous_format)
+        back.meta["val"] = packed.meta["val"].permute(inverse)
+        for meta in (perm.meta, packed.meta, back.meta):
+            for key in ("stack_trace", "nn_module_stack", "source_fn_stack", "from_node"):
+                if key in node.meta:
+                    meta[key] = node.meta[key]
+        for u in users:
+            u.replace_input_with(node, back)
+        changed += 1
+    if changed:
+        ep.graph_module.recompile()
+        log.info("realigned %d SDPA output(s) to the layout the program was exported with", changed)
+    return changed
 
 
 # c10 dtype codes (what the shims and the runtime use).
@@ -283,6 +334,7 @@ def compile(model_or_exported_program: Any, example_inputs: Sequence[Any], packa
     example_inputs = tuple(example_inputs)
     _check_example_inputs(torch, example_inputs, device_index)
     ensure_progress_visible()
+    name_return_types(torch)  # a model returning torch.sort(x) & co.: AOTInductor serializes its out_spec
 
     with lowering_context(torch, opts, device_index):
         if isinstance(model_or_exported_program, torch.export.ExportedProgram):
@@ -301,6 +353,8 @@ def compile(model_or_exported_program: Any, example_inputs: Sequence[Any], packa
             raise LoweringError(f"aotirt.compile takes a torch.nn.Module or torch.export.ExportedProgram, got "
                                 f"{type(model_or_exported_program).__name__}")
         preflight(torch, ep, opts, key, target, device_index)
+        if opts.attention_backend == "MATH":
+            align_sdpa_layouts(torch, ep)
 
         configs = dict(configs)
         configs[METADATA_KEY] = {**configs.get(METADATA_KEY, {}), "aotirt_inputs": input_specs_json(torch, ep)}

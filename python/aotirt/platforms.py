@@ -370,6 +370,10 @@ def check_gpu(opts, gpu: GpuProperties, target: str, features: ModelFeatures | N
 _SHIM_CALL = re.compile(r"\b(aoti_torch_[A-Za-z0-9_]+)\s*\(")
 
 
+# The sort/top-k fallbacks Inductor emits, on CUB (shims/sort): Linux and Windows CUDA, not ROCm.
+CUB_SHIMS = ("aoti_torch_cuda_sort", "aoti_torch_cuda_sort_stable", "aoti_torch_cuda_topk")
+
+
 def shims_called(wrapper_source: str) -> set:
     """Every aoti_torch_* function the generated wrapper source calls (names followed by '(')."""
     # Strip comments and string literals first: Inductor writes kernel names into both.
@@ -392,6 +396,13 @@ def check_shims(called: Iterable[str], key: str, manifest: Manifest | None = Non
     elsewhere = [n for n in missing if m.platforms_of.get(n)]
     nowhere = [n for n in missing if not m.platforms_of.get(n)]
     hint = []
+    no_spec = [n for n in elsewhere if n in CUB_SHIMS]  # no compile spec gives Inductor another way to run these
+    if no_spec:
+        others = sorted(set().union(*(m.platforms_of[n] for n in no_spec)))
+        hint.append(f"{', '.join(no_spec)} exist only for {', '.join(others)} (sort/top-k on CUB; Inductor has no "
+                    f"Triton lowering for them that a compile spec could choose): run this model on "
+                    f"{' or '.join(others)}, or change it to avoid torch.sort/argsort/topk")
+        elsewhere = [n for n in elsewhere if n not in CUB_SHIMS]
     if elsewhere:
         others = sorted(set().union(*(m.platforms_of[n] for n in elsewhere)))
         fix = ("attention_backend='MATH'" if set(elsewhere) <= set(SDPA_SHIMS) else

@@ -29,6 +29,7 @@ import sys
 from typing import Any, Sequence
 
 from aotirt.errors import InputError, PackageError, RunError, RuntimeLoadError
+from aotirt.return_types import name_return_types
 
 log = logging.getLogger("aotirt")
 
@@ -271,6 +272,7 @@ def _load_out_spec(torch, spec_json: str, num_outputs: int):
         return None
     try:
         from torch.utils import _pytree as pytree
+        name_return_types(torch)  # the names the lowering gave torch.return_types (aotirt/return_types.py)
         spec = pytree.treespec_loads(spec_json)
     except Exception as e:  # an unknown node type, or a spec from another torch version
         log.warning("aotirt: cannot load the package's out_spec (%s); outputs come back as a list", e)

@@ -45,41 +45,6 @@ bool ChannelsLast(const std::vector<int64_t>& sizes, const std::vector<int64_t>&
   return true;
 }
 
-std::vector<int64_t> InferDenseStrides(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides) {
-  const int ndim = static_cast<int>(sizes.size());
-  if (ndim == 0) return {};
-  if (ndim == 1) return {1};
-  std::vector<int> perm(ndim);
-  for (int i = 0; i < ndim; ++i) perm[i] = ndim - 1 - i;  // n-1, ..., 0 (ATen's TensorUtils.cpp)
-  auto should_swap = [&](int d0, int d1) {
-    const int64_t s0 = strides[d0], s1 = strides[d1];
-    if (s0 == 0 || s1 == 0) return 0;
-    if (s0 < s1) return -1;
-    if (s0 > s1) return 1;
-    if (sizes[d0] > sizes[d1]) return 1;
-    return 0;
-  };
-  for (int i = 1; i < ndim; ++i) {
-    int dim1 = i;
-    for (int dim0 = i - 1; dim0 >= 0; --dim0) {
-      const int c = should_swap(perm[dim0], perm[dim1]);
-      if (c > 0) {
-        std::swap(perm[dim0], perm[dim1]);
-        dim1 = dim0;
-      } else if (c < 0) {
-        break;
-      }
-    }
-  }
-  std::vector<int64_t> out(ndim);
-  int64_t curr = 1;
-  for (int i = 0; i < ndim; ++i) {
-    out[perm[i]] = curr;
-    if (sizes[perm[i]] > 1) curr *= sizes[perm[i]];
-  }
-  return out;
-}
-
 void CheckQkv(const char* fn, const char* name, const TensorMeta& t) {
   AOTIRT_CHECK(t.sizes.size() == 4 && t.strides.size() == 4, fn, name, " must be 4-D [batch, heads, tokens, head_dim], got ",
                Describe(t));

@@ -1,5 +1,6 @@
 #include "shims/tensor/tensor.h"
 
+#include <algorithm>
 #include <limits>
 #include <sstream>
 
@@ -95,6 +96,67 @@ std::vector<int64_t> ContiguousStrides(const std::vector<int64_t>& sizes) {
     s *= std::max<int64_t>(sizes[d], 1);
   }
   return strides;
+}
+
+// ATen's infer_dense_strides (TensorUtils.cpp): dims ordered by stride (ties: the larger size outer), 0 strides
+// keep their place.
+std::vector<int64_t> InferDenseStrides(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides) {
+  const int ndim = static_cast<int>(sizes.size());
+  if (ndim == 0) return {};
+  if (ndim == 1) return {1};
+  std::vector<int> perm(ndim);
+  for (int i = 0; i < ndim; ++i) perm[i] = ndim - 1 - i;  // n-1, ..., 0 (ATen's TensorUtils.cpp)
+  auto should_swap = [&](int d0, int d1) {
+    const int64_t s0 = strides[d0], s1 = strides[d1];
+    if (s0 == 0 || s1 == 0) return 0;
+    if (s0 < s1) return -1;
+    if (s0 > s1) return 1;
+    if (sizes[d0] > sizes[d1]) return 1;
+    return 0;
+  };
+  for (int i = 1; i < ndim; ++i) {
+    int dim1 = i;
+    for (int dim0 = i - 1; dim0 >= 0; --dim0) {
+      const int c = should_swap(perm[dim0], perm[dim1]);
+      if (c > 0) {
+        std::swap(perm[dim0], perm[dim1]);
+        dim1 = dim0;
+      } else if (c < 0) {
+        break;
+      }
+    }
+  }
+  std::vector<int64_t> out(ndim);
+  int64_t curr = 1;
+  for (int i = 0; i < ndim; ++i) {
+    out[perm[i]] = curr;
+    if (sizes[perm[i]] > 1) curr *= sizes[perm[i]];
+  }
+  return out;
+}
+
+// c10's compute_non_overlapping_and_dense.
+bool IsNonOverlappingAndDense(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides) {
+  const size_t ndim = sizes.size();
+  if (ndim == 0) return true;
+  for (int64_t s : sizes)
+    if (s == 0) return true;  // c10: an empty tensor is contiguous, hence non-overlapping and dense
+  if (ndim == 1) return sizes[0] < 2 || strides[0] == 1;
+  std::vector<size_t> perm(ndim);
+  for (size_t i = 0; i < ndim; ++i) perm[i] = i;
+  std::sort(perm.begin(), perm.end(), [&](size_t a, size_t b) {
+    if (sizes[a] < 2) return false;
+    if (sizes[b] < 2) return true;
+    return strides[a] < strides[b];
+  });
+  int64_t require = 1;
+  for (size_t i = 0; i < ndim; ++i) {
+    const int64_t size = sizes[perm[i]];
+    if (size < 2) return true;
+    if (strides[perm[i]] != require) return false;
+    require *= size;
+  }
+  return true;
 }
 
 DType CheckedDType(const char* fn, int32_t code) {

@@ -411,3 +411,56 @@ def test_cudnn_attention_refuses_what_the_shims_cannot_run_before_inductor():
         with pytest.raises(aotirt.UnsupportedShimError, match=rf"cannot run 1 SDPA call.*{why}.*attention_backend='MATH'"):
             platforms.check_attention(cudnn, feats)
         platforms.check_attention(math, feats)  # MATH decomposes SDPA: anything goes
+
+
+def test_return_types_get_serialization_names_so_a_sort_output_spec_round_trips():
+    """torch registers torch.return_types without pytree serialization names: AOTInductor's treespec_dumps of a model
+    returning torch.sort(x) failed ("No registered serialization name"). After name_return_types it dumps, loads back
+    to the same structseq, and a second call names nothing."""
+    import torch
+    from torch.utils import _pytree as pytree
+
+    from aotirt.return_types import name_return_types
+    name_return_types(torch)
+    assert name_return_types(torch) == 0
+    x = torch.randn(3, 4)
+    for out in (torch.sort(x), torch.topk(x, 2), torch.max(x, 1)):
+        leaves, spec = pytree.tree_flatten(out)
+        back = pytree.treespec_loads(pytree.treespec_dumps(spec))
+        assert back == spec and type(pytree.tree_unflatten(leaves, back)) is type(out)
+    assert '"torch.return_types.sort"' in pytree.treespec_dumps(pytree.tree_structure(torch.sort(x)))
+
+
+def _exported_attention_with_a_layout_dependent_view():
+    import torch
+    import torch.nn.functional as F
+
+    class M(torch.nn.Module):
+        def forward(self, x):
+            b, t, _ = x.shape
+            q = x.view(b, t, 4, 16).transpose(1, 2)  # [B, H, T, D] laid out [B, T, H, D]: SDPA's output follows it
+            y = F.scaled_dot_product_attention(q, q, q)
+            return y.transpose(1, 2).view(b, t, 64) * 2  # a view only that layout allows
+
+    x = torch.randn(2, 10, 64)
+    with torch.no_grad():
+        return M(), x, torch.export.export(M(), (x,))
+
+
+def test_sdpa_outputs_keep_their_exported_layout_under_math():
+    """An ExportedProgram traced with a fused SDPA (its output in the query's layout) and a view that relies on it:
+    re-traced with SDPA as MATH (what attention_backend MATH lowers) the view fails; after align_sdpa_layouts it
+    traces, and computes the same."""
+    import torch
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    from aotirt.lowering import align_sdpa_layouts
+    model, x, ep = _exported_attention_with_a_layout_dependent_view()
+    with sdpa_kernel([SDPBackend.MATH]), pytest.raises(Exception, match="Cannot view a tensor"):
+        ep.run_decompositions({})
+    assert align_sdpa_layouts(torch, ep) == 1
+    assert align_sdpa_layouts(torch, ep) == 0  # the SDPA's users now read the realigned copy
+    with sdpa_kernel([SDPBackend.MATH]):
+        ep2 = ep.run_decompositions({})
+    torch.testing.assert_close(ep2.module()(x), model(x))
+    torch.testing.assert_close(ep.module()(x), model(x))

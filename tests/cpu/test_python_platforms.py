@@ -188,6 +188,21 @@ def test_missing_sdpa_shims_suggest_attention_math(man, key):
                               key, man)
 
 
+def test_sort_shims_run_on_cuda_and_are_refused_on_rocm_without_a_spec_to_suggest(man):
+    called = {"aoti_torch_cuda_topk", "aoti_torch_cuda_sort_stable", "aoti_torch_empty_strided"}
+    for key in ("linux_cuda", "windows_cuda"):
+        platforms.check_shims(called, key, man)
+    with pytest.raises(aotirt.UnsupportedShimError) as info:
+        platforms.check_shims(called | {"aoti_torch_cuda_mm_out"}, "rocm", man)
+    assert info.value.shims == ["aoti_torch_cuda_mm_out", "aoti_torch_cuda_sort_stable", "aoti_torch_cuda_topk"]
+    msg = str(info.value)
+    assert ("aoti_torch_cuda_sort_stable, aoti_torch_cuda_topk exist only for linux_cuda, windows_cuda (sort/top-k on "
+            "CUB;" in msg and "run this model on linux_cuda or windows_cuda" in msg), msg
+    # the GEMM still gets its spec, and the sort shims are not among what that spec would fix
+    assert "aoti_torch_cuda_mm_out exist only for linux_cuda: for rocm lower with max_autotune=ON" in msg, msg
+    assert set(platforms.CUB_SHIMS) == {n for n, p in man.platforms_of.items() if p == {"linux_cuda", "windows_cuda"}}
+
+
 def test_manifest_path_override_and_parse_errors(tmp_path, monkeypatch):
     p = tmp_path / "m.tsv"
     p.write_text("# c\naoti_torch_a\tlinux_cuda,rocm\naoti_torch_b\twindows_cuda\tnote\n")

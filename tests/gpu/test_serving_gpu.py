@@ -497,6 +497,8 @@ def test_native_churn_in_one_thread(packages, tmp_path, capsys, record_property)
 
 @requires_gpu
 def test_native_churn_from_four_threads(packages, tmp_path, capsys, record_property):
-    summary = _native_churn(packages, tmp_path, 4, THREAD_CYCLES, capsys, record_property)
+    # AOTIRT_CHURN_REPEAT (run.sh serving: SERVING_REPEAT) repeats the churn: a race it hunts may show once in many.
+    for _ in range(int(os.environ.get("AOTIRT_CHURN_REPEAT", "1"))):
+        summary = _native_churn(packages, tmp_path, 4, THREAD_CYCLES, capsys, record_property)
     assert "0 wrong, 0 failed" in summary, summary
     assert _leak_kib(summary) * KiB < LEAK_BOUND_PER_CYCLE, summary

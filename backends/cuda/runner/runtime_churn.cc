@@ -48,17 +48,23 @@ double ValueAt(const aotirt::HostTensor& t, size_t i) {
   }
 }
 
-// "" when `got` matches `want`, else the first difference.
+// "" when `got` matches `want`, else the first difference, how many elements differ and the largest difference.
 std::string Compare(const aotirt::HostTensor& got, const aotirt::HostTensor& want, double rtol, double atol) {
   if (got.shape != want.shape) return "shape differs";
   if (got.dtype != want.dtype) return "dtype " + std::to_string(got.dtype) + ", expected " + std::to_string(want.dtype);
   const size_t n = got.data.size() / static_cast<size_t>(aotirt::DTypeSize(got.dtype));
+  std::string first;
+  size_t bad = 0;
+  double worst = 0;
   for (size_t i = 0; i < n; ++i) {
     const double g = ValueAt(got, i), w = ValueAt(want, i);
-    if (!(std::fabs(g - w) <= atol + rtol * std::fabs(w)))
-      return "element " + std::to_string(i) + " = " + std::to_string(g) + ", expected " + std::to_string(w);
+    if (std::fabs(g - w) <= atol + rtol * std::fabs(w)) continue;
+    if (bad++ == 0) first = "element " + std::to_string(i) + " = " + std::to_string(g) + ", expected " + std::to_string(w);
+    worst = std::isnan(g - w) ? NAN : std::max(worst, std::fabs(g - w));
   }
-  return "";
+  if (bad == 0) return "";
+  return first + " (" + std::to_string(bad) + " of " + std::to_string(n) + " elements wrong, max |diff| " +
+         std::to_string(worst) + ")";
 }
 
 size_t UsedBytes() {
@@ -78,16 +84,25 @@ std::string RunCycle(const Case& c, double rtol, double atol) {
     dev.push_back(aotirt::ToDevice(in, 0));
     handles.push_back(dev.back().get());
   }
-  auto outs = model->Run(handles, nullptr);
-  if (outs.size() != c.expected.size())
-    return "got " + std::to_string(outs.size()) + " outputs, expected " + std::to_string(c.expected.size());
-  for (size_t o = 0; o < outs.size(); ++o) {
-    const std::string diff = Compare(aotirt::ToHost(outs[o].get(), std::to_string(o)), c.expected[o], rtol, atol);
-    if (!diff.empty())
-      return "output " + std::to_string(o) + ": " + diff + " (wrapper " + model->library_name() +
-             (model->library_reused() ? ", reused" : "") + ")";
-  }
-  return "";
+  // One run of the loaded model: "" when every output matches.
+  auto run = [&]() -> std::string {
+    auto outs = model->Run(handles, nullptr);
+    if (outs.size() != c.expected.size())
+      return "got " + std::to_string(outs.size()) + " outputs, expected " + std::to_string(c.expected.size());
+    for (size_t o = 0; o < outs.size(); ++o) {
+      const std::string diff = Compare(aotirt::ToHost(outs[o].get(), std::to_string(o)), c.expected[o], rtol, atol);
+      if (!diff.empty()) return "output " + std::to_string(o) + ": " + diff;
+    }
+    return "";
+  };
+  const std::string diff = run();
+  if (diff.empty()) return "";
+  // Wrong: run the same loaded model on the same inputs twice more. Right then means a transient (something raced
+  // with that one run); wrong again means the loaded model itself (its weights, its code) is wrong.
+  std::string reruns;
+  for (int r = 0; r < 2; ++r) reruns += run().empty() ? " right" : " wrong";
+  return diff + " (wrapper " + model->library_name() + (model->library_reused() ? ", reused" : "") +
+         "; the same model rerun:" + reruns + ")";
 }
 
 }  // namespace

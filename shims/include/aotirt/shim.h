@@ -167,6 +167,16 @@ AOTIRT_EXPORT AOTITorchError aoti_torch_cuda_convolution(AtenTensorHandle input,
 // Adds a folder to search for libcudnn.so.9 (before the first attention call; the Python package adds the
 // nvidia-cudnn-cu13 wheel's nvidia/cudnn/lib).
 AOTIRT_EXPORT AOTITorchError aotirt_cudnn_add_search_dir(const char* dir);
+// ---- Sort and top-k on CUB (Linux and Windows CUDA; PyTorch's c_shim_cuda.h signatures). ret0: values, ret1:
+// int64 indices, new references with ATen's layouts. Always a stable sort (sort_stable's `stable` may be null) and
+// sorted top-k (also for sorted=0); NaN sorts above +inf.
+AOTIRT_EXPORT AOTITorchError aoti_torch_cuda_sort(AtenTensorHandle self, int64_t dim, int32_t descending,
+                                                 AtenTensorHandle* ret0, AtenTensorHandle* ret1);
+AOTIRT_EXPORT AOTITorchError aoti_torch_cuda_sort_stable(AtenTensorHandle self, int32_t* stable, int64_t dim,
+                                                        int32_t descending, AtenTensorHandle* ret0,
+                                                        AtenTensorHandle* ret1);
+AOTIRT_EXPORT AOTITorchError aoti_torch_cuda_topk(AtenTensorHandle self, int64_t k, int64_t dim, int32_t largest,
+                                                 int32_t sorted, AtenTensorHandle* ret0, AtenTensorHandle* ret1);
 
 // ---- this library's own API
 // The message of this thread's last failed call ("" if none). Borrowed; valid until the next failing call.

@@ -26,6 +26,7 @@ SDPA_SHIMS = ("aoti_torch_cuda__scaled_dot_product_flash_attention",
               "aoti_torch_cuda__scaled_dot_product_efficient_attention",
               "aoti_torch_cuda__scaled_dot_product_cudnn_attention")
 CUDNN_ONLY = ("aotirt_cudnn_add_search_dir", "aoti_torch_cuda_convolution")
+CUB_SHIMS = ("aoti_torch_cuda_sort", "aoti_torch_cuda_sort_stable", "aoti_torch_cuda_topk")
 
 
 def test_the_parser_is_the_packages_own():
@@ -73,11 +74,13 @@ def test_gemm_shims_are_linux_cuda_only(entries):
                                        "aoti_torch_cuda__int_mm_out"}
     for e in gemms:
         assert e.platforms == frozenset({"linux_cuda"}), (e.name, sorted(e.platforms))
-    # Conversely, everything outside a vendor-library family (GEMMs on cuBLASLt, attention on cuDNN) is on every
-    # platform (a Linux-only plain shim would be a silent Windows gap).
+    # Conversely, everything outside a vendor-library family (GEMMs on cuBLASLt, attention on cuDNN) or the CUDA-only
+    # CUB family (sort, top-k) is on every platform (a Linux-only plain shim would be a silent Windows gap).
     for e in entries:
         if GEMM_SETTINGS_RE.match(e.name) or e.name in SDPA_SHIMS + CUDNN_ONLY:
             assert e.platforms == frozenset({"linux_cuda"}), (e.name, sorted(e.platforms))
+        elif e.name in CUB_SHIMS:
+            assert e.platforms == frozenset({"linux_cuda", "windows_cuda"}), (e.name, sorted(e.platforms))
         elif not GEMM_RE.match(e.name):
             assert e.platforms == frozenset(manifest.PLATFORMS), (e.name, sorted(e.platforms))
 
@@ -87,6 +90,14 @@ def test_attention_shims_are_linux_cuda_only_on_cudnn(entries):
     for name in SDPA_SHIMS + CUDNN_ONLY:
         assert by_name[name].platforms == frozenset({"linux_cuda"}), name
         assert by_name[name].note.startswith("cuDNN"), (name, by_name[name].note)
+
+
+def test_sort_shims_are_cuda_only_on_cub(entries):
+    """CUB is header-only CUDA: compiled into the Linux and Windows libraries, not the ROCm one (no hipCUB here)."""
+    by_name = {e.name: e for e in entries}
+    for name in CUB_SHIMS:
+        assert by_name[name].platforms == frozenset({"linux_cuda", "windows_cuda"}), name
+        assert by_name[name].note == "CUB", (name, by_name[name].note)
 
 
 def test_manifest_matches_the_public_header(entries):
