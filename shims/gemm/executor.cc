@@ -50,6 +50,8 @@ struct CallEntry {
 struct ThreadState {
   const CublasLt* lt = nullptr;
   std::vector<cublasLtHandle_t> handles;
+  StreamWorkspaces workspaces;  // this state's own per-stream workspaces (declared before the replay graphs that
+                                // may name them, so it is destroyed after them)
   ReplayPool replay_pool;  // shared by the replay graphs of every entry in `cache` (declared first: outlives it)
   std::unordered_map<Key, std::unique_ptr<PlanEntry>, BytesHash<Key>> cache;
   std::unordered_map<CallKey, CallEntry, BytesHash<CallKey>> calls;
@@ -291,7 +293,7 @@ void Run(const char* fn, GemmPlan& plan, PlanEntry*& entry, Tensor* out, const T
   }
   void* ws = nullptr;
   if (e.workspace > 0)
-    ws = cacheable ? StreamWorkspace(fn, dev, stream) : scratch.Get(fn, static_cast<int64_t>(e.workspace));
+    ws = cacheable ? ts.workspaces.Get(fn, dev, stream) : scratch.Get(fn, static_cast<int64_t>(e.workspace));
   void* pd = d->data_ptr();
   const cudaStream_t cs = static_cast<cudaStream_t>(stream);
   auto matmul = [&](cudaStream_t on) {
@@ -299,7 +301,7 @@ void Run(const char* fn, GemmPlan& plan, PlanEntry*& entry, Tensor* out, const T
                              e.c.get(), &e.algo, ws, e.workspace, on);
   };
   // Graph replay (replay.h) for calls with nothing staged (no per-call scratch), a final algorithm, and a workspace
-  // that outlives the call (the stream's cached one, which the graph then names).
+  // that outlives the call (this state's cached one for the stream, which the graph then names).
   const bool replayable = !capturing && e.tuned && !plan.stage_out && plan.stage_lt_a == Stage::kNone &&
                           plan.stage_lt_b == Stage::kNone && !plan.stage_bias && !plan.precopy_self &&
                           (e.workspace == 0 || cacheable) && GraphReplayEnabled();

@@ -2,8 +2,6 @@
 
 #include <atomic>
 #include <cstdlib>
-#include <map>
-#include <mutex>
 #include <regex>
 #include <string>
 #include <utility>
@@ -72,80 +70,54 @@ uint64_t LtWorkspaceBytes(int32_t device) {
   return static_cast<uint64_t>(v - 1);
 }
 
-namespace {
-
-// ---- cached cuBLASLt workspace per (device, stream), for streams that are not capturing.
-// Work on one stream runs in order, so every GEMM enqueued on a stream may reuse that stream's workspace (whichever
-// thread enqueues it), as PyTorch's per-(handle, stream) cuBLAS workspaces do; this saves a cudaMallocAsync +
-// cudaFreeAsync pair per call. Each buffer has the full workspace bound (every algorithm the heuristic may return
-// fits), is never resized and never freed while the process lives (one per stream ever used, as in torch), so a
-// thread may keep its pointer without a lock. Under CUDA-graph capture the workspace is still allocated per call,
-// stream-ordered on the capturing stream: it becomes the graph's own allocation node, so a graph never shares a
-// buffer with eager work or with another graph (a cached buffer baked into a graph would race later work on the
-// stream). Caveat (shared with torch): a stream destroyed while work is still pending on it, whose handle is
-// then reused by a new stream, shares the buffer with that pending work.
-struct WorkspaceSlot {
-  int32_t device = -1;
-  void* stream = nullptr;
+// ---- cached cuBLASLt workspaces of one thread state, per (device, stream), for streams that are not capturing.
+// Per state, never per stream alone: a cuBLASLt algorithm may be several kernels that pass data through the
+// workspace (split-K: partial products, then a reduction kernel that reads them). Two threads enqueueing on one
+// stream interleave their kernels, so with one workspace per stream thread B's first kernel could overwrite thread
+// A's partials before A's reduction read them: wrong results, seen as one wrong output in 240 cycles of 4 threads
+// loading, running and dropping packages on the legacy default stream (H200, 9bc4bc0). PyTorch keys its cuBLAS
+// workspaces by (handle, stream), handles being per thread, for the same reason. A state is owned by one thread at a
+// time (an exiting thread hands it to the next), so its own work on a stream is ordered and may share that stream's
+// buffer; a state handed over while its last work is still pending keeps that order on the same stream, and work on
+// another stream gets another buffer. Each buffer has the full workspace bound (every algorithm the heuristic may
+// return fits), is never resized, and lives as long as its state (one per stream the state has used, as in torch).
+// Under CUDA-graph capture the workspace is allocated per call instead (Scratch), stream-ordered on the capturing
+// stream: it becomes the graph's own allocation node. Caveat (shared with torch): a stream destroyed while work is
+// still pending on it, whose handle is then reused by a new stream, shares the buffer with that pending work.
+void* StreamWorkspaces::Get(const char* fn, int32_t device, void* stream) {
+  if (last_ != nullptr && last_device_ == device && last_stream_ == stream) return last_;
+  auto it = buffers_.find({device, stream});
   void* ptr = nullptr;
-  uint64_t generation = 0;  // g_ws_generation when cached; ReleaseStreamWorkspaces bumps it
-};
-std::atomic<uint64_t> g_ws_generation{1};
-std::mutex g_ws_mu;
-std::map<std::pair<int32_t, void*>, void*>& Workspaces() {
-  static auto* m = new std::map<std::pair<int32_t, void*>, void*>();  // leaked: never freed (see above)
-  return *m;
-}
-constexpr int kThreadWorkspaceSlots = 8;
-thread_local WorkspaceSlot t_ws[kThreadWorkspaceSlots];
-thread_local int t_ws_next = 0;
-
-}  // namespace
-
-void* StreamWorkspace(const char* fn, int32_t device, void* stream) {
-  const uint64_t gen = g_ws_generation.load(std::memory_order_acquire);
-  for (const WorkspaceSlot& s : t_ws)
-    if (s.ptr != nullptr && s.device == device && s.stream == stream && s.generation == gen) return s.ptr;
-  void* ptr = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(g_ws_mu);
-    auto& m = Workspaces();
-    auto it = m.find({device, stream});
-    if (it != m.end()) {
-      ptr = it->second;
-    } else {
-      ptr = gpu::Allocate(fn, device, static_cast<int64_t>(LtWorkspaceBytes(device)), stream);
-      // Once per stream: the allocation is then complete, hence valid on any stream that later has this handle.
-      try {
-        gpu::StreamSynchronize(fn, stream);
-      } catch (...) {
-        gpu::Free(device, ptr, stream);
-        throw;
-      }
-      m.emplace(std::make_pair(device, stream), ptr);
+  if (it != buffers_.end()) {
+    ptr = it->second;
+  } else {
+    ptr = gpu::Allocate(fn, device, static_cast<int64_t>(LtWorkspaceBytes(device)), stream);
+    // Once per (state, stream): the allocation is then complete, hence valid on any stream this state later uses.
+    try {
+      gpu::StreamSynchronize(fn, stream);
+    } catch (...) {
+      gpu::Free(device, ptr, stream);
+      throw;
     }
+    buffers_.emplace(std::make_pair(device, stream), ptr);
   }
-  t_ws[t_ws_next] = WorkspaceSlot{device, stream, ptr, gen};
-  t_ws_next = (t_ws_next + 1) % kThreadWorkspaceSlots;
+  last_device_ = device;
+  last_stream_ = stream;
+  last_ = ptr;
   return ptr;
 }
 
-int ReleaseStreamWorkspaces() {
-  std::lock_guard<std::mutex> lock(g_ws_mu);
-  auto& m = Workspaces();
-  int n = 0, original = -1;
+StreamWorkspaces::~StreamWorkspaces() {
+  // Only when the state is destroyed (ReleaseGemmThreadStates, from a live thread): nothing may still use them.
+  int original = -1;
   if (cudaGetDevice(&original) != cudaSuccess) original = -1;
-  for (const auto& kv : m) {
+  for (const auto& kv : buffers_) {
     // Errors are ignored (a context already torn down at exit): the buffers are dropped either way.
-    if (cudaSetDevice(kv.first.first) == cudaSuccess) (void)cudaDeviceSynchronize();  // nothing may still use it
+    if (cudaSetDevice(kv.first.first) == cudaSuccess) (void)cudaDeviceSynchronize();
     (void)cudaFree(kv.second);
-    ++n;
   }
   if (original >= 0) (void)cudaSetDevice(original);
   (void)cudaGetLastError();
-  m.clear();
-  g_ws_generation.fetch_add(1, std::memory_order_acq_rel);  // every thread's cached slot is stale now
-  return n;
 }
 
 Scratch::~Scratch() {

@@ -18,6 +18,7 @@ PKG = os.path.dirname(os.path.abspath(aotirt.__file__))
 LAYERS = [
     ["errors", "version", "timing", "manifest"],   # manifest: the one shim-manifest parser, no aotirt import
     ["device", "progress", "package", "tensorfile"],
+    ["return_types"],                              # pytree names for torch.return_types (imports progress)
     ["platforms"],                                 # reads the manifest; every platform refusal
     ["specs"],
     ["runtime"],

@@ -83,14 +83,13 @@ inline std::string RunOnGpu(const Case& c) {
   return CompareOut(c, d.out.Download(c.out.storage.size()));
 }
 
-// What the GEMM shims keep for the life of the process (per-stream cuBLASLt workspaces, as torch's) or hand from
-// exited threads to the next (handles, plans, replay graphs) is freed after each run of the tests (each
-// --gtest_repeat iteration too), so compute-sanitizer's leak check sees only real leaks and repeats start fresh.
+// What the GEMM shims hand from exited threads to the next (handles, plans, replay graphs, per-stream cuBLASLt
+// workspaces) is freed after each run of the tests (each --gtest_repeat iteration too), so compute-sanitizer's leak
+// check sees only real leaks and repeats start fresh.
 class ReleaseGemmStateAfterTests : public ::testing::Environment {
  public:
   void TearDown() override {
     aotirt::gemm::ReleaseGemmThreadStates();
-    aotirt::gemm::ReleaseStreamWorkspaces();
   }
 };
 inline const auto* const kReleaseGemmState = ::testing::AddGlobalTestEnvironment(new ReleaseGemmStateAfterTests);

@@ -315,5 +315,93 @@ TEST_F(GemmThreads, OtherThreadsSynchronizingTheDeviceNeverFailAndNothingIsWrong
   EXPECT_EQ(r.captures, 0);
 }
 
+// Threads enqueueing GEMMs back to back on ONE stream, without synchronizing between calls, with a shape cuBLASLt
+// runs as split-K (several kernels that pass partial products through the workspace): every result exact. Regression:
+// the cached workspace was one per stream, shared by every thread, so one thread's partials could be overwritten by
+// another thread's kernels enqueued in between (one wrong output of 240 load/run/drop cycles from 4 threads on the
+// legacy default stream, H200, 9bc4bc0); each thread state has its own per-stream workspaces now, as torch's
+// per-(handle, stream) workspaces. Integer-valued fp32 operands: the sums are exact in any order.
+TEST_F(GemmThreads, ThreadsSharingOneStreamNeverShareAWorkspace) {
+  constexpr int64_t M = 32, N = 32, K = 16384;
+  const int threads = EnvInt("AOTIRT_STRESS_THREADS", 4) < 4 ? 2 : 4;
+  const int rounds = std::max(1, EnvInt("AOTIRT_STRESS_CALLS", 2000) / 200), per_round = 16;
+  cudaStream_t shared = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&shared, cudaStreamNonBlocking), cudaSuccess);
+  std::vector<std::string> errors(threads);
+  std::atomic<int64_t> checked{0}, wrong{0};
+  auto worker = [&](int t) {
+    CUDAStreamGuardHandle guard = nullptr;
+    if (aoti_torch_create_cuda_stream_guard(shared, 0, &guard) != AOTI_TORCH_SUCCESS) {
+      errors[t] = std::string("stream guard: ") + aotirt_last_error();
+      return;
+    }
+    std::vector<float> a(M * K), b(K * N);
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t k = 0; k < K; ++k) a[i * K + k] = static_cast<float>((i * 7 + k * 3 + t) % 5 - 2);
+    for (int64_t k = 0; k < K; ++k)
+      for (int64_t j = 0; j < N; ++j) b[k * N + j] = static_cast<float>((k * 5 + j * 11 + 3 * t) % 3 - 1);
+    std::vector<float> want(M * N, 0.0f);
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t k = 0; k < K; ++k)
+        for (int64_t j = 0; j < N; ++j) want[i * N + j] += a[i * K + k] * b[k * N + j];
+    float *da = nullptr, *db = nullptr, *dout = nullptr;
+    const int64_t sa[] = {M, K}, ta[] = {K, 1}, sb[] = {K, N}, tb[] = {N, 1}, so[] = {M, N}, to[] = {N, 1};
+    AtenTensorHandle ha = nullptr, hb = nullptr;
+    std::vector<AtenTensorHandle> outs(per_round, nullptr);
+    bool ok = cudaMalloc(&da, a.size() * 4) == cudaSuccess && cudaMalloc(&db, b.size() * 4) == cudaSuccess &&
+              cudaMalloc(&dout, per_round * M * N * 4) == cudaSuccess &&
+              cudaMemcpy(da, a.data(), a.size() * 4, cudaMemcpyHostToDevice) == cudaSuccess &&
+              cudaMemcpy(db, b.data(), b.size() * 4, cudaMemcpyHostToDevice) == cudaSuccess &&
+              cudaDeviceSynchronize() == cudaSuccess;
+    ok = ok && aoti_torch_create_tensor_from_blob(da, 2, sa, ta, 0, aoti_torch_dtype_float32(), 1, 0, &ha) == 0 &&
+         aoti_torch_create_tensor_from_blob(db, 2, sb, tb, 0, aoti_torch_dtype_float32(), 1, 0, &hb) == 0;
+    for (int o = 0; ok && o < per_round; ++o)
+      ok = aoti_torch_create_tensor_from_blob(dout + o * M * N, 2, so, to, 0, aoti_torch_dtype_float32(), 1, 0,
+                                              &outs[o]) == 0;
+    if (!ok) errors[t] = std::string("setup failed: ") + aotirt_last_error();
+    std::vector<float> got(per_round * M * N);
+    for (int r = 0; ok && r < rounds; ++r) {
+      for (int o = 0; o < per_round && ok; ++o) {
+        ok = aoti_torch_cuda_mm_out(outs[o], ha, hb) == AOTI_TORCH_SUCCESS;  // back to back: no sync in between
+        if (!ok) errors[t] = std::string("mm_out failed: ") + aotirt_last_error();
+      }
+      if (!ok || cudaStreamSynchronize(shared) != cudaSuccess ||
+          cudaMemcpy(got.data(), dout, got.size() * 4, cudaMemcpyDeviceToHost) != cudaSuccess) {
+        if (errors[t].empty()) errors[t] = "CUDA error in round " + std::to_string(r);
+        break;
+      }
+      for (int o = 0; o < per_round; ++o) {
+        ++checked;
+        for (int64_t i = 0; i < M * N; ++i) {
+          if (got[o * M * N + i] != want[i]) {
+            if (wrong++ == 0)
+              errors[t] = "round " + std::to_string(r) + " output " + std::to_string(o) + " element " +
+                          std::to_string(i) + " = " + std::to_string(got[o * M * N + i]) + ", expected " +
+                          std::to_string(want[i]);
+            break;
+          }
+        }
+      }
+    }
+    for (auto h : outs)
+      if (h) aoti_torch_delete_tensor_object(h);
+    if (ha) aoti_torch_delete_tensor_object(ha);
+    if (hb) aoti_torch_delete_tensor_object(hb);
+    cudaFree(da);
+    cudaFree(db);
+    cudaFree(dout);
+    aoti_torch_delete_cuda_stream_guard(guard);
+  };
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) pool.emplace_back(worker, t);
+  for (auto& th : pool) th.join();
+  cudaStreamDestroy(shared);
+  std::printf("shared stream: %d threads, %lld results checked, %lld wrong\n", threads,
+              static_cast<long long>(checked.load()), static_cast<long long>(wrong.load()));
+  for (int t = 0; t < threads; ++t) EXPECT_EQ(errors[t], "") << "thread " << t;
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_EQ(checked.load(), static_cast<int64_t>(threads) * rounds * per_round);
+}
+
 }  // namespace
 }  // namespace aotirt_gemm_test
