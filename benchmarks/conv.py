@@ -19,7 +19,7 @@ inputs, max |diff| against float32 eager without TF32. Writes FILE (default benc
 "machine", "rows", "summary"}; prints a markdown table. Target (issue 13): with graphs our best <= 1.00x the faster of
 torch_compile and torch_cudnn + graph per layer; it decides max_autotune_conv_backends' default.
 
-NOT YET RUN ON A GPU (written 2026-12-03).
+First H200 run: 9bc4bc0 (benchmarks/RESULTS.md), ours_cudnn and torch_cudnn only.
 """
 from __future__ import annotations
 

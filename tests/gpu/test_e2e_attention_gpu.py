@@ -3,7 +3,7 @@ call the SDPA shims (cuDNN underneath), match eager, replay under a whole-model 
 call none. A causal decoder block (GQA, bf16, T=1024), a ViT-like encoder block (fp16, no mask) and a block with an
 additive padding mask (bf16).
 
-NOT YET RUN ON A GPU (written 2026-12-03 when the session's device time was spent)."""
+First passed on the H200 at 995cda4 (attention) and 54a3493 (convolution): tests/gpu/LAST_RUN.md."""
 import zipfile
 
 import pytest
