@@ -218,13 +218,15 @@ run_serving() {
   # 16-thread test failed its own checks that the graph paths ran). The thread-exit test is left out of racecheck:
   # at 9bc4bc0 it passed with 0 hazards, but racecheck counted its own "Internal Sanitizer Error: Detected a failure
   # to track a kernel launch" (threads exiting with work in flight) as an error; it runs under memcheck and TSan.
+  # So does the shared-stream workspace test (K=16384 split-K GEMMs: past 150 s under racecheck at f01e84f; the race
+  # it hunts is between kernels through global memory, which racecheck, a shared-memory checker, does not see).
   local cs; cs="$(find_compute_sanitizer)"
   if [[ -n "$cs" ]]; then
     GT_ARGS=("--gtest_filter=GemmThreads.*:*ExitedThreads*"); GT_FILTERED=1
     AOTIRT_STRESS_THREADS=4 AOTIRT_STRESS_CALLS=40 run_gtest_binaries serving-memcheck serving_memcheck \
       "${MEMCHECK_TIMEOUT:-300}" "$cs" --tool memcheck --error-exitcode 99 --leak-check full -- \
       "$B/bin/shims_gemm_test_gemm_threads_gpu" "$B/bin/shims_gemm_test_gemm_shims_gpu"
-    GT_ARGS=("--gtest_filter=GemmThreads.*")
+    GT_ARGS=("--gtest_filter=GemmThreads.*:-GemmThreads.ThreadsSharingOneStream*")
     AOTIRT_GEMM_TUNE=0 AOTIRT_STRESS_THREADS=4 AOTIRT_STRESS_CALLS=40 run_gtest_binaries serving-racecheck \
       serving_racecheck "${RACECHECK_TIMEOUT:-240}" "$cs" --tool racecheck --error-exitcode 99 -- \
       "$B/bin/shims_gemm_test_gemm_threads_gpu"

@@ -1,14 +1,15 @@
 // runtime_churn: load/run/drop cycles over several packages in one process, from C++ (the Python twin is
-// tests/gpu/test_serving_gpu.py; tests/gpu/test_churn_native_gpu.py drives this one).
+// tests/gpu/test_serving_gpu.py, whose native-churn tests drive this one).
 //   runtime_churn [--cycles N] [--threads T] [--seed S] [--rtol R] [--atol A] PKG.pt2:INPUTS.safetensors:EXPECTED.safetensors ...
 // Every cycle loads a package chosen at random, runs it on its inputs, compares every output with the expected
 // tensors (|got - want| <= atol + rtol * |want|), and drops the model. T threads do this at once, each with its own
-// order. Prints the device memory in use after the first cycle and at the end, and the leak per cycle; exits 1 on
-// any wrong output or error, 0 otherwise.
+// order. Prints the device memory in use after a warm-up cycle of each package on every thread and at the end, and
+// the leak per cycle; exits 1 on any wrong output or error, 0 otherwise.
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -183,16 +184,40 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
-  const size_t used_before = UsedBytes();
-  const int64_t live_before = aotirt_live_tensor_count();
+  // Then each worker thread runs one cycle of each package too, before the baseline: what a thread keeps for as long
+  // as it lives (its GEMM thread state, with one cuBLASLt workspace per stream it used, as torch's per-thread
+  // handles) is a cost per thread, not a leak per cycle.
+  size_t used_before = 0;
+  int64_t live_before = 0;
   std::atomic<int64_t> done{0}, wrong{0}, failed{0};
-  std::mutex log_mu;
+  std::mutex log_mu, start_mu;
+  std::condition_variable start_cv;
+  int warmed = 0;
+  bool go = false;
   auto report = [&](const std::string& what) {
     std::lock_guard<std::mutex> lock(log_mu);
     if (wrong + failed <= 10) std::fprintf(stderr, "%s\n", what.c_str());
   };
   auto worker = [&](int t) {
     std::mt19937 rng(static_cast<uint32_t>(seed * 1000 + t));
+    for (const Case& c : cases) {
+      try {
+        const std::string diff = RunCycle(c, rtol, atol);
+        if (!diff.empty()) {
+          ++wrong;
+          report("thread " + std::to_string(t) + " warm-up (" + c.package + "): " + diff);
+        }
+      } catch (const std::exception& e) {
+        ++failed;
+        report("thread " + std::to_string(t) + " warm-up (" + c.package + "): " + e.what());
+      }
+    }
+    {
+      std::unique_lock<std::mutex> lock(start_mu);
+      ++warmed;
+      start_cv.notify_all();
+      start_cv.wait(lock, [&] { return go; });
+    }
     for (int i = 0; i < cycles; ++i) {
       const Case& c = cases[rng() % cases.size()];
       const std::string where = "thread " + std::to_string(t) + " cycle " + std::to_string(i) + " (" + c.package + ")";
@@ -211,6 +236,14 @@ int main(int argc, char** argv) {
   };
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t) pool.emplace_back(worker, t);
+  {
+    std::unique_lock<std::mutex> lock(start_mu);
+    start_cv.wait(lock, [&] { return warmed == threads; });
+    used_before = UsedBytes();
+    live_before = aotirt_live_tensor_count();
+    go = true;
+  }
+  start_cv.notify_all();
   for (auto& th : pool) th.join();
   const size_t used_end = UsedBytes();
   const int64_t live_end = aotirt_live_tensor_count();
@@ -219,8 +252,8 @@ int main(int argc, char** argv) {
   const double leak = (static_cast<double>(used_end) - static_cast<double>(used_before)) /
                       static_cast<double>(std::max<int64_t>(total, 1));
   std::printf("churn: %lld cycles over %zu packages from %d thread(s): %lld wrong, %lld failed; device memory in use "
-              "%.1f MiB after one cycle of each package, %.1f MiB at the end: %.2f KiB per cycle; live tensors "
-              "%lld -> %lld; wrappers: %lld loaded, %lld reused, %lld unloaded, %lld parked\n",
+              "%.1f MiB after one cycle of each package on every thread, %.1f MiB at the end: %.2f KiB per cycle; "
+              "live tensors %lld -> %lld; wrappers: %lld loaded, %lld reused, %lld unloaded, %lld parked\n",
               static_cast<long long>(total), cases.size(), threads, static_cast<long long>(wrong.load()),
               static_cast<long long>(failed.load()), used_before / 1048576.0, used_end / 1048576.0, leak / 1024.0,
               static_cast<long long>(live_before), static_cast<long long>(live_end),
