@@ -574,6 +574,10 @@ def markdown(result: dict) -> str:
             notes.append(f"refused: missing shims [{', '.join(r['refused_missing_shims'])}]")
         elif r.get("error"):
             notes.append(f"{r.get('error_stage')}: {r['error'][:160]}")
+        if r.get("commit") and result.get("commit") and r["commit"] != result["commit"]:
+            notes.append(f"from commit {r['commit'][:7]}")
+        if r.get("timing_note"):
+            notes.append(r["timing_note"])
         if r.get("ran") and r.get("ours_graph") is False:
             notes.append("ours: no CUDA graph (plain calls)")
         if r.get("ran") and r.get("eager_graph") is False:
@@ -983,7 +987,7 @@ def merge(files: tuple) -> dict:
     recs: dict = {}
     for res in results:
         for r in res.get("records", []):
-            recs[r["key"]] = r
+            recs[r["key"]] = dict(r, commit=r.get("commit") or res.get("commit"))  # each row keeps its run's commit
     order = {e.name: i for i, e in enumerate(REGISTRY)}
     records = sorted(recs.values(), key=lambda r: (order.get(r["name"], len(order)), r["name"], r["dtype"]))
     out = dict(results[-1])

@@ -432,9 +432,11 @@ def test_budget_ends_the_rest(tmp_path):
 
 def test_merge_of_split_runs(tmp_path, capsys):
     recs = _fake_records()
-    a = {"benchmark": "zoo", "records": recs[:4], "elapsed_s": {"total": 100.0}, "export_only": False}
+    a = {"benchmark": "zoo", "records": recs[:4], "elapsed_s": {"total": 100.0}, "export_only": False,
+         "commit": "aaaaaaa1111"}
     later_ok = dict(recs[3], error="", error_stage="", exported=True, stage="exported")
-    b = {"benchmark": "zoo", "records": [later_ok, *recs[4:]], "elapsed_s": {"total": 50.0}, "export_only": False}
+    b = {"benchmark": "zoo", "records": [later_ok, *recs[4:]], "elapsed_s": {"total": 50.0}, "export_only": False,
+         "commit": "bbbbbbb2222"}
     (tmp_path / "a.json").write_text(json.dumps(a))
     (tmp_path / "b.json").write_text(json.dumps(b))
     out = tmp_path / "m" / "zoo.json"
@@ -443,7 +445,12 @@ def test_merge_of_split_runs(tmp_path, capsys):
     assert [r["key"] for r in res["records"]] == sorted(r["key"] for r in recs)  # fake names: by name
     assert next(r for r in res["records"] if r["key"] == "m_noexp")["exported"] is True  # the later file won
     assert res["summary"]["counts"]["models"] == len(recs) and res["elapsed_s"]["total"] == 150.0
-    assert (tmp_path / "m" / "zoo.md").read_text().startswith("Zoo (")
+    md = (tmp_path / "m" / "zoo.md").read_text()
+    assert md.startswith("Zoo (")
+    # every row keeps the commit it ran at; the table names it where it is not the header's (the last file's)
+    by_key = {r["key"]: r for r in res["records"]}
+    assert by_key[recs[0]["key"]]["commit"] == "aaaaaaa1111" and by_key["m_noexp"]["commit"] == "bbbbbbb2222"
+    assert md.count("from commit aaaaaaa") == 3 and "from commit bbbbbbb" not in md
     capsys.readouterr()
     assert zoo.main(["--merge", str(tmp_path / "missing.json"), "--out", str(out)]) == 2
     assert "zoo: --merge:" in capsys.readouterr().err

@@ -2,8 +2,9 @@
 the shims take, 0-d to 4-D, rows of 1 to 2^17 elements, contiguous / permuted / sliced / expanded (0-stride) inputs,
 every dim, ascending and descending, with many equal values and, for floats, NaN (both signs), +-inf and +-0.0. The
 outputs' sizes and strides must equal torch's CUDA outputs'; values and indices must equal torch's stable CPU sort
-exactly (torch's documented order: NaN largest, equal values in input order; torch's CUDA radix path is compared too
-where no -0.0 or negative NaN is involved); top-k must equal that sort's first k. End to end: models that argsort,
+exactly (torch's documented order: NaN largest, equal values in input order); they must equal torch's CUDA results
+too wherever those equal torch's CPU ones (where they do not, the case is listed); top-k must equal that sort's
+first k. End to end: models that argsort,
 sort and take a top-k lower onto these shims (no refusal), match eager, and replay under a whole-model graph
 (aotirt.capture: the shims allocate stream-ordered and never synchronize). Called
 through ctypes on the shim library named by $AOTIRT_SHIM_LIB."""
@@ -118,16 +119,9 @@ def same(a, b):
     return bool((a == b).all())
 
 
-def has_signed_specials(x):
-    if not x.dtype.is_floating_point or x.numel() == 0:
-        return False
-    neg_zero = (x == 0) & (torch.signbit(x))
-    return bool((neg_zero | (x.isnan() & torch.signbit(x))).any())
-
-
 def run_random(shims, op, seed):
     rng = random.Random(seed)
-    failures, ran = [], 0
+    failures, torch_split, ran = [], [], 0
     for case in range(CASES):
         dtype_name = DTYPES[case % len(DTYPES)]
         if op == "topk" and dtype_name == "bool":
@@ -159,8 +153,15 @@ def run_random(shims, op, seed):
         if not same(values.cpu(), want_v) or not torch.equal(indices.cpu(), want_i):
             bad = (indices.cpu() != want_i).nonzero()[:3].tolist()
             failures.append(f"{desc}: values/indices differ from torch's stable sort (first index mismatches {bad})")
-        elif not has_signed_specials(x) and not same(values, cuda_v):
+        elif not same(cuda_v.cpu(), want_v):
+            torch_split.append(desc)  # torch's CUDA result is not its CPU one: nothing to compare ours with
+        elif not same(values, cuda_v):
             failures.append(f"{desc}: values differ from torch's CUDA {op}")
+    # Where torch's CUDA kernels disagree with torch's CPU sort, the CPU sort (the documented order) is the reference.
+    # Seen on the H200 (b6d925e): float16 rows of 8 and 17 holding a NaN (torch's CUDA sort put the NaN elsewhere),
+    # and topk(k=0) of a 0-d tensor (torch's CUDA topk returns without writing its one-element output).
+    print(f"{op}: {ran} cases, torch's CUDA result differs from its CPU sort in {len(torch_split)}: "
+          + "; ".join(torch_split[:5]))
     assert ran >= CASES
     assert not failures, f"{len(failures)} of {ran} cases failed:\n" + "\n".join(failures[:20])
 
