@@ -11,14 +11,8 @@ namespace aotirt {
 namespace attention {
 namespace {
 
-std::string Dims(const std::vector<int64_t>& v) {
-  std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) s += StrCat(i ? ", " : "", v[i]);
-  return s + "]";
-}
-
 std::string Describe(const TensorMeta& t) {
-  return StrCat(DTypeName(static_cast<int32_t>(t.dtype)), Dims(t.sizes), " strides ", Dims(t.strides));
+  return StrCat(DTypeName(static_cast<int32_t>(t.dtype)), DimsString(t.sizes), " strides ", DimsString(t.strides));
 }
 
 // c10's is_contiguous (size-1 dims ignored, empty tensors contiguous) and is_contiguous(channels_last) for 4-D.

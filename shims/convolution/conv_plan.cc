@@ -9,14 +9,8 @@ namespace aotirt {
 namespace convolution {
 namespace {
 
-std::string Dims(const std::vector<int64_t>& v) {
-  std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) s += StrCat(i ? ", " : "", v[i]);
-  return s + "]";
-}
-
 std::string Describe(const Meta& t) {
-  return StrCat(DTypeName(static_cast<int32_t>(t.dtype)), Dims(t.sizes), " strides ", Dims(t.strides));
+  return StrCat(DTypeName(static_cast<int32_t>(t.dtype)), DimsString(t.sizes), " strides ", DimsString(t.strides));
 }
 
 // One value for every spatial dim, or one per dim (ATen's expand_param_if_needed).
@@ -88,12 +82,12 @@ ConvPlan PlanConvolution(const char* fn, const ConvArgs& a) {
                                                                                              : a.output_padding, n)
                                     : std::vector<int64_t>(n, 0);
   for (size_t i = 0; i < n; ++i) {
-    AOTIRT_CHECK(stride[i] > 0, fn, "stride must be positive, got ", Dims(stride));
-    AOTIRT_CHECK(dilation[i] > 0, fn, "dilation must be positive, got ", Dims(dilation));
-    AOTIRT_CHECK(padding[i] >= 0, fn, "padding must be non-negative, got ", Dims(padding));
+    AOTIRT_CHECK(stride[i] > 0, fn, "stride must be positive, got ", DimsString(stride));
+    AOTIRT_CHECK(dilation[i] > 0, fn, "dilation must be positive, got ", DimsString(dilation));
+    AOTIRT_CHECK(padding[i] >= 0, fn, "padding must be non-negative, got ", DimsString(padding));
     AOTIRT_CHECK(out_pad[i] >= 0 && (out_pad[i] < stride[i] || out_pad[i] < dilation[i]), fn,
-                 "output_padding must be smaller than either stride or dilation, got output_padding ", Dims(out_pad),
-                 ", stride ", Dims(stride), ", dilation ", Dims(dilation));
+                 "output_padding must be smaller than either stride or dilation, got output_padding ", DimsString(out_pad),
+                 ", stride ", DimsString(stride), ", dilation ", DimsString(dilation));
   }
   const int64_t N = x.sizes[0], C = x.sizes[1];
   int64_t K;
@@ -125,7 +119,7 @@ ConvPlan PlanConvolution(const char* fn, const ConvArgs& a) {
   }
   // torch's calc_conv_nd_return_shape: at least one spatial output size must be positive.
   AOTIRT_CHECK(std::any_of(p.out_sizes.begin() + 2, p.out_sizes.end(), [](int64_t o) { return o > 0; }), fn,
-               "calculated output size per channel ", Dims(std::vector<int64_t>(p.out_sizes.begin() + 2,
+               "calculated output size per channel ", DimsString(std::vector<int64_t>(p.out_sizes.begin() + 2,
                                                                                 p.out_sizes.end())),
                ": output size is too small");
   if (C == 0) p.out_sizes[1] = 0;  // meta_conv: no input channels give no output channels

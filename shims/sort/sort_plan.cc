@@ -9,16 +9,10 @@ namespace aotirt {
 namespace sort {
 namespace {
 
-std::string Dims(const std::vector<int64_t>& v) {
-  std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) s += StrCat(i ? ", " : "", v[i]);
-  return s + "]";
-}
-
 void CheckMeta(const char* fn, const Meta& m) {
   AOTIRT_CHECK(m.sizes.size() == m.strides.size(), fn, "self has ", m.sizes.size(), " sizes but ", m.strides.size(),
                " strides");
-  for (int64_t s : m.sizes) AOTIRT_CHECK(s >= 0, fn, "self has a negative size: ", Dims(m.sizes));
+  for (int64_t s : m.sizes) AOTIRT_CHECK(s >= 0, fn, "self has a negative size: ", DimsString(m.sizes));
   switch (m.dtype) {
     case DType::kUInt8: case DType::kInt8: case DType::kInt16: case DType::kInt32: case DType::kInt64:
     case DType::kFloat16: case DType::kBFloat16: case DType::kFloat32: case DType::kFloat64: case DType::kBool:
@@ -45,7 +39,7 @@ SortPlan Rows(const char* fn, const Meta& self, int64_t dim, SortPlan p) {
   int64_t numel = 1;
   for (int64_t s : self.sizes) {
     AOTIRT_CHECK_NOT_SUPPORTED(s == 0 || numel <= std::numeric_limits<int32_t>::max() / s, fn, "self ",
-                               Dims(self.sizes), " has more than 2^31 - 1 elements, more than this sort takes");
+                               DimsString(self.sizes), " has more than 2^31 - 1 elements, more than this sort takes");
     numel *= s;
   }
   p.n = ndim == 0 ? 1 : self.sizes[p.dim];

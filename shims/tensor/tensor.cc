@@ -47,14 +47,17 @@ void* Tensor::data_ptr() const {
   return static_cast<char*>(storage_->data) + offset_ * element_size();
 }
 
-std::string Tensor::Describe() const {
+std::string DimsString(const std::vector<int64_t>& v) {
   std::ostringstream os;
-  os << DTypeName(static_cast<int32_t>(dtype_)) << "[";
-  for (size_t i = 0; i < sizes_.size(); ++i) os << (i ? ", " : "") << sizes_[i];
-  os << "] strides [";
-  for (size_t i = 0; i < strides_.size(); ++i) os << (i ? ", " : "") << strides_[i];
-  os << "] on " << DeviceName(device_type(), device_index());
+  os << "[";
+  for (size_t i = 0; i < v.size(); ++i) os << (i ? ", " : "") << v[i];
+  os << "]";
   return os.str();
+}
+
+std::string Tensor::Describe() const {
+  return StrCat(DTypeName(static_cast<int32_t>(dtype_)), DimsString(sizes_), " strides ", DimsString(strides_), " on ",
+                DeviceName(device_type(), device_index()));
 }
 
 Tensor* FromHandle(AtenTensorHandle h, const char* fn, const char* arg) {

@@ -7,27 +7,11 @@
 #include <vector>
 
 #include "shims/include/aotirt/shim.h"
+#include "tests/util/host_blob.h"
 
 namespace {
 
-struct Blob {
-  std::vector<unsigned char> data;
-  AtenTensorHandle h = nullptr;
-  Blob(std::vector<int64_t> sizes, int32_t dtype, int64_t elem) {
-    std::vector<int64_t> strides(sizes.size());
-    int64_t s = 1, n = 1;
-    for (size_t i = sizes.size(); i-- > 0;) {
-      strides[i] = s;
-      s *= sizes[i];
-    }
-    for (int64_t x : sizes) n *= x;
-    data.resize(static_cast<size_t>(n * elem) + 16);
-    EXPECT_EQ(aoti_torch_create_tensor_from_blob(data.data(), static_cast<int64_t>(sizes.size()), sizes.data(),
-                                                 strides.data(), 0, dtype, aoti_torch_device_type_cpu(), 0, &h),
-              AOTI_TORCH_SUCCESS);
-  }
-  ~Blob() { aoti_torch_delete_tensor_object(h); }
-};
+using Blob = aotirt_testing::HostBlob;
 
 std::string Flash(AtenTensorHandle q, AtenTensorHandle k, AtenTensorHandle v, double dropout = 0.0,
                   int32_t debug = 0, bool null_ret = false) {

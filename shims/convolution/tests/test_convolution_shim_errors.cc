@@ -6,26 +6,11 @@
 #include <vector>
 
 #include "shims/include/aotirt/shim.h"
+#include "tests/util/host_blob.h"
 
 namespace {
 
-struct Blob {
-  std::vector<unsigned char> data;
-  AtenTensorHandle h = nullptr;
-  Blob(std::vector<int64_t> sizes, int32_t dtype, int64_t elem) {
-    std::vector<int64_t> strides(sizes.size());
-    int64_t s = 1;
-    for (size_t i = sizes.size(); i-- > 0;) {
-      strides[i] = s;
-      s *= sizes[i];
-    }
-    data.resize(static_cast<size_t>(s * elem) + 16);
-    EXPECT_EQ(aoti_torch_create_tensor_from_blob(data.data(), static_cast<int64_t>(sizes.size()), sizes.data(),
-                                                 strides.data(), 0, dtype, aoti_torch_device_type_cpu(), 0, &h),
-              AOTI_TORCH_SUCCESS);
-  }
-  ~Blob() { aoti_torch_delete_tensor_object(h); }
-};
+using Blob = aotirt_testing::HostBlob;
 
 std::string Conv(AtenTensorHandle x, AtenTensorHandle w, AtenTensorHandle* bias, std::vector<int64_t> stride,
                  int64_t groups = 1, bool null_ret = false, bool null_padding = false) {
