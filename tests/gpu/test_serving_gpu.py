@@ -476,12 +476,15 @@ def _native_churn(packages, tmp_path, threads, cycles, capsys, record_property):
     _report(capsys, record_property, f"native_churn_x{threads}",
             summary or [r.stdout[-2000:]] + ([r.stderr[-2000:]] if r.stderr else []))
     assert r.returncode == 0, f"runtime_churn failed (rc {r.returncode}):\n{r.stdout[-2000:]}\n{r.stderr[-4000:]}"
-    return summary[0]
+    return " ".join(summary)  # the churn line, and this process's memory where nvidia-smi named it
 
 
 def _leak_kib(summary):
+    """KiB per cycle: this process's (nvidia-smi) where runtime_churn could read it, else device-wide (which other
+    processes on the GPU move too: the bound then needs an otherwise idle GPU)."""
     import re
-    m = re.search(r"([-0-9.]+) KiB per cycle", summary)
+    m = (re.search(r"([-0-9.]+) KiB per cycle \(this process\)", summary)
+         or re.search(r"([-0-9.]+) KiB per cycle", summary))
     assert m, summary
     return float(m.group(1))
 

@@ -20,6 +20,8 @@
 #include <thread>
 #include <vector>
 
+#include <unistd.h>
+
 #include "backends/cuda/runner/host_io.h"
 #include "backends/cuda/runner/tensor_file.h"
 #include "backends/cuda/runtime/runtime.h"
@@ -66,6 +68,24 @@ std::string Compare(const aotirt::HostTensor& got, const aotirt::HostTensor& wan
   if (bad == 0) return "";
   return first + " (" + std::to_string(bad) + " of " + std::to_string(n) + " elements wrong, max |diff| " +
          std::to_string(worst) + ")";
+}
+
+// This process's device memory as nvidia-smi reports it (what the bound applies to: other processes on the GPU move
+// device-wide memory), or -1 when nvidia-smi is missing or does not list our PID (another PID namespace).
+int64_t ProcessBytes() {
+  (void)cudaDeviceSynchronize();
+  FILE* f = popen("nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits 2>/dev/null", "r");
+  if (f == nullptr) return -1;
+  const long self = static_cast<long>(getpid());
+  int64_t mib = -1;
+  char line[256];
+  while (std::fgets(line, sizeof(line), f) != nullptr) {
+    long pid = 0;
+    long long used = 0;
+    if (std::sscanf(line, " %ld , %lld", &pid, &used) == 2 && pid == self) mib = used;
+  }
+  pclose(f);
+  return mib < 0 ? -1 : mib * 1048576;
 }
 
 size_t UsedBytes() {
@@ -188,7 +208,7 @@ int main(int argc, char** argv) {
   // as it lives (its GEMM thread state, with one cuBLASLt workspace per stream it used, as torch's per-thread
   // handles) is a cost per thread, not a leak per cycle.
   size_t used_before = 0;
-  int64_t live_before = 0;
+  int64_t proc_before = -1, live_before = 0;
   std::atomic<int64_t> done{0}, wrong{0}, failed{0};
   std::mutex log_mu, start_mu;
   std::condition_variable start_cv;
@@ -240,12 +260,14 @@ int main(int argc, char** argv) {
     std::unique_lock<std::mutex> lock(start_mu);
     start_cv.wait(lock, [&] { return warmed == threads; });
     used_before = UsedBytes();
+    proc_before = ProcessBytes();
     live_before = aotirt_live_tensor_count();
     go = true;
   }
   start_cv.notify_all();
   for (auto& th : pool) th.join();
   const size_t used_end = UsedBytes();
+  const int64_t proc_end = ProcessBytes();
   const int64_t live_end = aotirt_live_tensor_count();
   const auto s = aotirt::GetWrapperLibraryStats();
   const int64_t total = done.load();
@@ -259,6 +281,11 @@ int main(int argc, char** argv) {
               static_cast<long long>(live_before), static_cast<long long>(live_end),
               static_cast<long long>(s.loaded), static_cast<long long>(s.reused),
               static_cast<long long>(s.unloaded), static_cast<long long>(s.parked));
+  if (proc_before >= 0 && proc_end >= 0)
+    std::printf("churn: this process (nvidia-smi): %.0f MiB -> %.0f MiB: %.2f KiB per cycle (this process)\n",
+                proc_before / 1048576.0, proc_end / 1048576.0,
+                (static_cast<double>(proc_end) - static_cast<double>(proc_before)) /
+                    static_cast<double>(std::max<int64_t>(total, 1)) / 1024.0);
   const bool ok = wrong == 0 && failed == 0 && total == static_cast<int64_t>(cycles) * threads &&
                   live_end == live_before;
   return ok ? 0 : 1;
