@@ -200,6 +200,7 @@ def collect_shim_calls(key: str, manifest: platforms.Manifest | None = None) -> 
     from torch._inductor.codegen.cpp_wrapper_cpu import CppWrapperCpu
 
     called: set = set()
+    proxied: set = set()  # the ops that have no C shim (Inductor calls them through the proxy executor)
     originals = {}
 
     def patch(owner, name, make):
@@ -224,6 +225,7 @@ def collect_shim_calls(key: str, manifest: platforms.Manifest | None = None) -> 
     def runtime_lookup(orig):
         def hooked(self, op_overload, *args, **kwargs):
             called.add("aoti_torch_proxy_executor_call_function")
+            proxied.add(str(getattr(op_overload, "_name", op_overload)))
             log.info("op %s has no C shim; Inductor calls it through the proxy executor",
                      getattr(op_overload, "_name", op_overload))
             return orig(self, op_overload, *args, **kwargs)
@@ -233,7 +235,15 @@ def collect_shim_calls(key: str, manifest: platforms.Manifest | None = None) -> 
         def hooked(*args, **kwargs):
             src = kwargs.get("wrapper_code", args[1] if len(args) > 1 else "")
             called.update(platforms.shims_called(src if isinstance(src, str) else ""))
-            platforms.check_shims(called, key, manifest)  # before the (slow) C++ build of the wrapper
+            try:
+                platforms.check_shims(called, key, manifest)  # before the (slow) C++ build of the wrapper
+            except UnsupportedShimError as e:
+                if not proxied:
+                    raise
+                raise UnsupportedShimError(
+                    f"{e} (aoti_torch_proxy_executor_call_function runs ops that have no C shim through libtorch's "
+                    f"dispatcher, which no aotirt build has; this model's: {', '.join(sorted(proxied))})",
+                    e.shims) from None
             return orig(*args, **kwargs)
         return classmethod(lambda cls, *a, **k: hooked(*a, **k))
 

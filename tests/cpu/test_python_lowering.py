@@ -464,3 +464,25 @@ def test_sdpa_outputs_keep_their_exported_layout_under_math():
         ep2 = ep.run_decompositions({})
     torch.testing.assert_close(ep2.module()(x), model(x))
     torch.testing.assert_close(ep.module()(x), model(x))
+
+
+def test_a_refusal_for_the_proxy_executor_names_the_ops_without_a_c_shim():
+    """An op with no C shim (here a custom op) goes through aoti_torch_proxy_executor_call_function, which no aotirt
+    build exports: the refusal says which op it is (the zoo's hf_mixtral was refused without naming it)."""
+    lib = torch.library.Library("aotirt_test_proxy", "FRAGMENT")
+    lib.define("twice(Tensor x) -> Tensor")
+    lib.impl("twice", lambda x: x * 2, "CPU")
+    lib.impl("twice", lambda x: torch.empty_like(x), "Meta")
+
+    class M(torch.nn.Module):
+        def forward(self, x):
+            return torch.ops.aotirt_test_proxy.twice(x) + 1
+
+    ep = torch.export.export(M(), (torch.randn(4),))
+    with pytest.raises(Exception) as info:
+        with lowering.collect_shim_calls("linux_cuda"):
+            torch._inductor.aoti_compile_and_package(ep, inductor_configs={"aot_inductor.link_libtorch": False})
+    refusal = lowering.shim_error_in(info.value)
+    assert refusal is not None, info.value
+    assert "aoti_torch_proxy_executor_call_function" in refusal.shims, refusal.shims
+    assert "this model's: aotirt_test_proxy::twice" in str(refusal), str(refusal)
