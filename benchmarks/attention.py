@@ -51,7 +51,8 @@ def parse_args(argv=None):
     f.define("variants", VARIANTS, f"comma-separated variants: {','.join(VARIANTS)}",
              lambda t: subset(csv(t), VARIANTS, "variant"), "list")
     f.define("iters", 50, "timed calls per row", positive_int, "integer")
-    f.boolean("profile", False, "also print each eager row's GPU kernels (torch.profiler, 5 calls): where the time goes")
+    f.boolean("profile", False, "also print each row's GPU kernels and host calls (torch.profiler, 5 calls): where "
+              "the time goes")
     return f.parse(argv)
 
 
@@ -130,7 +131,7 @@ def measure(args) -> list:
             ref = fn(*(x.float() for x in xs))
         row = {"T": t, "mask": mask, "variant": variant, "graphs": graphs, "ms": None, "peak_mb": None,
                "max_abs_diff": None}
-        label = f"T={t} {mask} {variant}" if args.profile and not graphs else None
+        label = f"T={t} {mask} {variant}{' graph' if graphs else ''}" if args.profile else None
         try:
             torch.cuda.synchronize()
             torch.cuda.reset_peak_memory_stats()

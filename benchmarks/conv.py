@@ -67,7 +67,7 @@ def parse_args(argv=None):
     f.define("batch", 16, "batch size", positive_int, "integer")
     f.enum("dtype", "bf16", DTYPES, "bf16 (default) or fp32 (full precision on every side: TF32 off)")
     f.define("iters", 50, "timed calls per row", positive_int, "integer")
-    f.boolean("profile", False, "also print each eager row's GPU kernels (torch.profiler, 5 calls)")
+    f.boolean("profile", False, "also print each row's GPU kernels and host calls (torch.profiler, 5 calls)")
     return f.parse(argv)
 
 
@@ -158,7 +158,7 @@ def measure(args) -> list:
             else:
                 target = torch_graph(torch, lambda: model(x)) if graphs else (lambda: model(x))
             timed_row(torch, row, target, ref, args.iters,
-                      f"{layer} {variant}" if args.profile and not graphs else None)
+                      f"{layer} {variant}{' graph' if graphs else ''}" if args.profile else None)
             row["peak_mb"] = (device_used_mb(torch) - base_used if variant in OURS else
                               (torch.cuda.max_memory_allocated() - base_alloc) / 2**20)
         except Exception as e:  # a row that fails is recorded with its reason, the others still run

@@ -42,15 +42,19 @@ def device_used_mb(torch) -> float:
 
 
 def profile_kernels(torch, call, label: str) -> None:
-    """Prints the kernels 5 calls of `call` ran, by GPU time (a diagnostic beside the timing, not a measurement)."""
+    """Prints what 5 calls of `call` cost (a diagnostic beside the timing, not a measurement): the GPU kernels and
+    copies by GPU time, then the host side by self CPU time (CUDA runtime calls such as cudaGraphLaunch,
+    cudaStreamWaitEvent, cudaMallocAsync, and torch's own ops), which tells a slow kernel from a slow host path."""
     from torch.profiler import ProfilerActivity, profile
     call()
     torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
         for _ in range(5):
             call()
         torch.cuda.synchronize()
-    print(f"profile {label}:\n" + prof.key_averages().table(sort_by="cuda_time_total", row_limit=8), flush=True)
+    avg = prof.key_averages()
+    print(f"profile {label} (GPU):\n" + avg.table(sort_by="cuda_time_total", row_limit=10), flush=True)
+    print(f"profile {label} (host):\n" + avg.table(sort_by="self_cpu_time_total", row_limit=14), flush=True)
 
 
 def best_against_peers(sel: list) -> dict | None:

@@ -295,8 +295,10 @@ run_bench() {
   local b rc
   for b in ${BENCHES:-benchmarks/gemm.py benchmarks/runtime.py}; do
     [[ -f "$b" ]] || { echo "bench: $b not found" | tee -a "$summary"; record_step "bench:$(basename "$b")" 1; continue; }
-    timeout "${BENCH_TIMEOUT:-300}" $PY "$b" --out "$OUT" ${BENCH_ARGS:-} 2>&1 | tail -80 | tee "$OUT/$(basename "$b" .py).log"
-    rc=${PIPESTATUS[0]}
+    # The whole log stays under $OUT (profiles are long); the console gets its tail.
+    timeout "${BENCH_TIMEOUT:-300}" $PY "$b" --out "$OUT" ${BENCH_ARGS:-} > "$OUT/$(basename "$b" .py).log" 2>&1
+    rc=$?
+    tail -80 "$OUT/$(basename "$b" .py).log"
     record_step "bench:$(basename "$b" .py)" "$rc"
   done
 }
