@@ -8,7 +8,8 @@ Usage: python3 benchmarks/attention.py [--out FILE_OR_DIR] [--seq 128,512,2048,8
 
 Rows: one per (T, mask, variant, graphs): B=2, H=16, D=128, bfloat16, q/k/v [B, H, T, D]; mask `causal`
 (is_causal=True) or `additive` (a [B, 1, 1, T] key-padding bias, 20% of keys masked). Variants: ours_cudnn,
-ours_math (aotirt.compile + aotirt.load; graphs: aotirt.capture), torch_cudnn, torch_flash (torch.nn.functional
+ours_math (aotirt.compile + aotirt.load; graphs: aotirt.capture with alias_inputs=True, so that like the
+torch.cuda.graph rows it reads the inputs it captured and copies none), torch_cudnn, torch_flash (torch.nn.functional
 .scaled_dot_product_attention under sdpa_kernel([...]); graphs: torch.cuda.graph; flash takes no additive mask),
 torch_compile (torch.compile(mode="max-autotune") of the same function; graphs are its own cudagraph trees, so its
 rows are graphs=True only). Each row: median ms per call over --iters timed calls (CUDA events around each: the
@@ -150,7 +151,7 @@ def measure(args) -> list:
                     print(f"compiled {path} in {time.time() - t0:.0f} s", flush=True)
                     packages[key] = path
                 runner = aotirt.load(packages[key])
-                call = aotirt.capture(runner, *xs) if graphs else (lambda: runner(*xs))
+                call = aotirt.capture(runner, *xs, alias_inputs=True) if graphs else (lambda: runner(*xs))
                 target = call if not graphs else (lambda: call(*xs))
                 timed_row(torch, row, target, ref, args.iters, label)
                 row["peak_mb"] = device_used_mb(torch) - base_used

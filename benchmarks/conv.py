@@ -12,7 +12,8 @@ users run CNNs, bias on): r50_stem (3->64, 7x7 s2 p3, 224^2), r50_1x1_56 (64->25
 3x3 p1, 56^2), r50_3x3_s2 (128->128, 3x3 s2 p1, 56^2 -> 28^2), r50_3x3_14 (256->256, 3x3 p1, 14^2), dw_3x3_56
 (MobileNet-like depthwise 144 channels, 3x3 p1, 56^2), convT_up2 (256->128 transposed, 4x4 s2 p1, 32^2 -> 64^2).
 Variants: ours_cudnn (max_autotune OFF), ours_triton (max_autotune, conv backends TRITON), ours_aten_triton
-(max_autotune, conv backends ATEN,TRITON), torch_cudnn (eager; graphs: torch.cuda.graph), torch_compile (its
+(max_autotune, conv backends ATEN,TRITON); their graph rows are aotirt.capture with alias_inputs=True (they read the
+captured input, as the torch.cuda.graph rows do); torch_cudnn (eager; graphs: torch.cuda.graph), torch_compile (its
 cudagraph trees: graphs rows only). Each row: median ms of --iters single calls (events around each, the host's time
 to the first kernel included), ms per call of 20 back-to-back calls (ms_pipelined), peak device memory above the
 inputs, max |diff| against float32 eager without TF32. Writes FILE (default benchmarks/results/conv.json): {"commit",
@@ -150,7 +151,7 @@ def measure(args) -> list:
                     print(f"compiled {path} in {time.time() - t0:.0f} s", flush=True)
                     packages[key] = path
                 runner = aotirt.load(packages[key])
-                call = aotirt.capture(runner, x) if graphs else (lambda: runner(x))
+                call = aotirt.capture(runner, x, alias_inputs=True) if graphs else (lambda: runner(x))
                 target = call if not graphs else (lambda: call(x))
             elif variant == "torch_compile":
                 compiled = torch.compile(model, mode="max-autotune")

@@ -106,6 +106,46 @@ def parse_memory_line(line: str) -> dict | None:
     return out
 
 
+def parse_stage_line(line: str) -> dict | None:
+    """`memory-stage: stage=loaded rss_kib=1 gpu_used_mib=2.5 ...` (aotirt_run --report-memory, one per step before
+    its memory line) -> {"stage": name, key: number or None}; None for any other line."""
+    line = line.strip()
+    if not line.startswith("memory-stage:"):
+        return None
+    out = {}
+    for tok in line[len("memory-stage:"):].split():
+        k, sep, v = tok.partition("=")
+        if sep:
+            out[k] = v if k == "stage" else _number(v)
+    return out if out.get("stage") else None
+
+
+STAGE_LABELS = {"context": "CUDA context (cudaFree(0))", "loaded": "+ Model::Load (wrapper .so, shims, weights)",
+                "inputs": "+ inputs on the device", "first_run": "+ first run (kernel images, cuBLASLt, workspace, pool)",
+                "runs": "+ the other runs (read while it waits)"}
+
+
+def stage_rows(row: dict) -> list:
+    """A measured aotirt_run row's steps as [{stage, label, gpu_mib, delta_mib, rss_mib, pool_reserved_mib,
+    stack_kib}]: device-wide cudaMemGetInfo used memory at each step (only meaningful alone on the GPU) and what each
+    step added; the last one is the final memory line."""
+    stages = list(row.get("stages") or [])
+    if stages and row.get("memgetinfo_used_mib") is not None:
+        child = row.get("child") or {}
+        stages.append({"stage": "runs", "gpu_used_mib": row["memgetinfo_used_mib"],
+                       "pool_reserved_mib": child.get("pool_reserved_mib"),
+                       "rss_kib": None if row.get("rss_mib") is None else row["rss_mib"] * KiB})
+    out, prev = [], None
+    for st in stages:
+        gpu = st.get("gpu_used_mib")
+        out.append({"stage": st["stage"], "label": STAGE_LABELS.get(st["stage"], st["stage"]), "gpu_mib": gpu,
+                    "delta_mib": None if gpu is None or prev is None else round(gpu - prev, 1),
+                    "rss_mib": None if st.get("rss_kib") is None else round(st["rss_kib"] / KiB, 1),
+                    "pool_reserved_mib": st.get("pool_reserved_mib"), "stack_kib": st.get("stack_kib")})
+        prev = gpu if gpu is not None else prev
+    return out
+
+
 def parse_compute_apps(text: str) -> list:
     """`nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits` -> [(pid, MiB or None)].
     Lines whose memory is "[N/A]" / "Not Supported" keep the PID with None; lines without a PID are dropped."""
@@ -286,6 +326,16 @@ def markdown(result: dict) -> str:
         notes = notes.replace("|", "/").replace("\n", " ")
         lines.append(f"| {r.get('label') or r['name']} | {_fmt(r.get('gpu_mib'))} | {r.get('gpu_method') or '—'} | "
                      f"{_fmt(r.get('rss_mib'))} | {_fmt(r.get('hwm_mib'))} | {notes} |")
+    for r in result.get("rows", []):
+        steps = stage_rows(r)
+        if not steps:
+            continue
+        lines += ["", f"{r.get('label') or r['name']}, step by step (device-wide cudaMemGetInfo used memory, the "
+                      f"process alone on the GPU; MiB):", "",
+                  "| step | GPU MiB | added | RSS MiB | runtime pool MiB | stack KiB/thread |", "|---|---|---|---|---|---|"]
+        for st in steps:
+            lines.append(f"| {st['label']} | {_fmt(st['gpu_mib'])} | {_fmt(st['delta_mib'])} | {_fmt(st['rss_mib'])} | "
+                         f"{_fmt(st['pool_reserved_mib'])} | {_fmt(st['stack_kib'])} |")
     lines.append("")
     lines.append("GPU methods: nvml-pid = NVML per-process (nvidia-smi --query-compute-apps, by PID); nvml-only-app = "
                  "the only new compute app (PIDs of another namespace); device-smi = device-wide nvidia-smi "
@@ -538,7 +588,7 @@ def child_python(a) -> int:
         raise SystemExit("torch was imported before the aotirt + CuPy run")
     import cupy as cp
     import aotirt
-    from aotirt import runtime, tensorfile
+    from aotirt import tensorfile
     ids = tensorfile.load_list(a.inputs)[0]
     x = cp.asarray(ids)
     runner = aotirt.load(a.package)
@@ -553,7 +603,10 @@ def child_python(a) -> int:
     info = {"cupy": cp.__version__, "aotirt": aotirt.__version__, "output_shape": list(y.shape),
             "output_dtype": str(y.dtype), "torch_in_sys_modules": "torch" in sys.modules, "libtorch_maps": libtorch,
             "cupy_pool_mib": cp.get_default_memory_pool().total_bytes() / MiB}
-    info.update(pool_stats(runtime._loaded_cudart()))
+    try:  # the device's default pool is the driver's: any libcudart in the process reads the runtime's
+        info.update(pool_stats(_Cudart(a.cudart).lib))
+    except OSError as e:
+        info["pool_note"] = f"no libcudart for the pool reading: {e}"
     if "torch" in sys.modules:
         raise SystemExit("torch was imported in the aotirt + CuPy process (it must not be)")
     if libtorch:
@@ -737,7 +790,7 @@ def measure(name: str, cmd: list, smi: Smi, idle: dict, env: dict | None = None,
         lines.put(None)
 
     threading.Thread(target=pump, daemon=True).start()
-    out, mem, info, ended = [], None, {}, False
+    out, mem, info, ended, stages = [], None, {}, False, []
     deadline = time.monotonic() + timeout
     while mem is None:
         try:
@@ -755,7 +808,12 @@ def measure(name: str, cmd: list, smi: Smi, idle: dict, env: dict | None = None,
                 info = json.loads(ln[len("info: "):])
             except ValueError:
                 pass
+        stage = parse_stage_line(ln)
+        if stage is not None:
+            stages.append(stage)
         mem = parse_memory_line(ln)
+    if stages:
+        row["stages"] = stages
     if mem is not None:
         time.sleep(settle_s)
         apps, q = smi.apps(), smi.gpu()

@@ -7,10 +7,18 @@
 Outputs alias the graph's static output buffers: the next call overwrites them (clone what you keep). A model that
 cannot be captured raises aotirt.RunError and keeps running eagerly through `runner`.
 
+Inputs: each call copies its inputs into the graph's static input buffers, on the GPU. With `alias_inputs=True` the
+example inputs' own memory is the static input: a call with those same tensors (e.g. updated in place, as a KV cache
+or a torch.cuda.graph user's static input) copies nothing, and a call with other tensors copies them into the
+examples (overwriting them).
+
 Streams and torch: without `stream=`, the graph is captured on a new torch stream that is ordered with torch's
-current stream; that needs torch already imported (capture never imports it). Pass `stream=<cudaStream_t int>`
-(e.g. cupy.cuda.Stream(non_blocking=True).ptr) to capture and replay there without torch. Output types follow the
-runner's rule (aotirt.runtime: "auto", "torch", "dlpack"; `output=` here overrides the runner's default).
+current stream; that needs torch already imported (capture never imports it). A call with torch tensors on the
+model's GPU and torch outputs then replays on torch's current stream (as torch.cuda.CUDAGraph.replay does): the
+input copies and the graph are queued there, with no cross-stream events, and the outputs are the same tensor
+objects every call. Pass `stream=<cudaStream_t int>` (e.g. cupy.cuda.Stream(non_blocking=True).ptr) to capture and
+replay there without torch. Output types follow the runner's rule (aotirt.runtime: "auto", "torch", "dlpack";
+`output=` here overrides the runner's default).
 """
 from __future__ import annotations
 
@@ -21,7 +29,7 @@ from aotirt.errors import InputError, RunError
 
 class CapturedRunner:
     def __init__(self, runner: Any, *example_inputs: Any, warmup: int = 2, stream: Any = None,
-                 output: str | None = None):
+                 output: str | None = None, alias_inputs: bool = False):
         from aotirt import runtime
         self._output = runner.output if output is None else runtime._check_output(output)
         if self._output == "torch":
@@ -44,10 +52,12 @@ class CapturedRunner:
         self._stream_int = stream_int
         if len(example_inputs) != len(runner.input_names):
             raise InputError(f"the model takes {len(runner.input_names)} input(s), got {len(example_inputs)}")
+        self._outputs_torch = None  # torch tensors aliasing the static outputs (the torch fast path's, made once)
         self._sync_in()
         capsules = [runner._capsule(i, x, stream_int) for i, x in enumerate(example_inputs)]
         try:
-            self._graph = runtime._native().CapturedModel(runner._model, capsules, stream_int, warmup)
+            self._graph = runtime._native().CapturedModel(runner._model, capsules, stream_int, warmup,
+                                                          bool(alias_inputs))
         except RuntimeError as e:
             raise RunError(f"capturing {runner.package_path or 'the model'} into a CUDA graph failed: {e}") from e
         self._sync_out()
@@ -64,12 +74,42 @@ class CapturedRunner:
         from aotirt import runtime
         return runtime._output_torch(self._output if output is None else runtime._check_output(output), inputs)
 
+    @property
+    def input_copies(self) -> int:
+        """Input copies the replays made so far (an input that is its static buffer is not copied)."""
+        return int(self._graph.input_copies)
+
+    def _replay_torch(self, torch: Any, inputs: list) -> list | None:
+        """The lean path: torch tensors on the model's GPU, torch outputs, a capture stream torch made. One native call
+        on torch's current stream (inputs exported without stream hand-offs: they were made on that stream, and the
+        copies and the graph run there); the outputs are made once and returned every time. None where it does not
+        apply (the general path then runs)."""
+        if self._stream_obj is None:
+            return None
+        dev = self._runner.device_index
+        for x in inputs:
+            if not isinstance(x, torch.Tensor) or not x.is_cuda or x.get_device() != dev or x.requires_grad:
+                return None
+        stream = int(torch.cuda.current_stream(dev).cuda_stream)
+        capsules = [torch.utils.dlpack.to_dlpack(x) for x in inputs]
+        try:
+            outs = self._graph.replay(capsules, stream, self._outputs_torch is None)
+        except RuntimeError as e:
+            raise RunError(f"graph replay failed: {e}") from e
+        if self._outputs_torch is None:
+            self._outputs_torch = [torch.from_dlpack(c) for c in outs]
+        return list(self._outputs_torch)
+
     def run_list(self, inputs, output: str | None = None) -> list:
         from aotirt import runtime
         inputs = list(inputs)
         torch = self._output_torch(output, inputs)  # validates output= before replaying
         if len(inputs) != len(self._runner.input_names):
             raise InputError(f"the model takes {len(self._runner.input_names)} input(s), got {len(inputs)}")
+        if torch is not None:
+            outs = self._replay_torch(torch, inputs)
+            if outs is not None:
+                return outs
         self._sync_in()
         capsules = [self._runner._capsule(i, x, self._stream_int) for i, x in enumerate(inputs)]
         try:
@@ -90,6 +130,7 @@ class CapturedRunner:
 
 
 def capture(runner: Any, *example_inputs: Any, warmup: int = 2, stream: Any = None,
-            output: str | None = None) -> CapturedRunner:
+            output: str | None = None, alias_inputs: bool = False) -> CapturedRunner:
     """Captures `runner` (from aotirt.load) into a CUDA graph; see the module docstring."""
-    return CapturedRunner(runner, *example_inputs, warmup=warmup, stream=stream, output=output)
+    return CapturedRunner(runner, *example_inputs, warmup=warmup, stream=stream, output=output,
+                          alias_inputs=alias_inputs)

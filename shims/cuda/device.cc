@@ -149,8 +149,12 @@ void CopyDeviceStrided(const char* fn, Tensor& dst, const Tensor& src, void* str
   const int64_t n = dst.numel();
   AOTIRT_CHECK(n == src.numel(), fn, "element counts differ: dst ", dst.Describe(), ", src ", src.Describe());
   if (n == 0) return;
-  // Same dtype and both dense in the same order: one memcpy.
-  if (dst.dtype() == src.dtype() && dst.is_contiguous() && src.is_contiguous()) {
+  // Same dtype and both dense in the same order (row-major, or the same strides over a dense permutation, e.g. both
+  // channels-last): one memcpy of the storage span. The strided kernel is far slower (a channels-last 6 MiB graph
+  // input took 128 us through it on the H200, a memcpy 2-3 us).
+  const bool same_dense_layout = dst.sizes() == src.sizes() && dst.strides() == src.strides() &&
+                                 IsNonOverlappingAndDense(dst.sizes(), dst.strides());
+  if (dst.dtype() == src.dtype() && ((dst.is_contiguous() && src.is_contiguous()) || same_dense_layout)) {
     MemcpyAsync(fn, dst.data_ptr(), src.data_ptr(), n * dst.element_size(), gpuMemcpyDeviceToDevice, stream);
     return;
   }

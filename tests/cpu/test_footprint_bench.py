@@ -270,7 +270,11 @@ FAKE_CHILD = r"""#!{python}
 # A fake aotirt_run (its file name holds FAKE_FOOTPRINT_CHILD): prints the --report-memory line after its "runs",
 # waits for a line on stdin, exits 0.
 import sys
+print("memory-stage: stage=context rss_kib=102400 hwm_kib=102400 gpu_used_mib=1000.0 pool_reserved_mib=0.0 "
+      "pool_used_mib=0.0 stack_kib=1")
 print("loaded x in 1.0 ms: 1 inputs, 1 outputs, device cuda:0")
+print("memory-stage: stage=loaded rss_kib=153600 hwm_kib=153600 gpu_used_mib=1032.5 pool_reserved_mib=-1 "
+      "pool_used_mib=0.0 stack_kib=1")
 print("latency over 20 runs: median 0.1 ms, min 0.1 ms, max 0.1 ms")
 print("memory: rss_kib=204800 hwm_kib=307200 gpu_used_mib=1500.0 pool_reserved_mib=40.0 pool_used_mib=34.5",
       flush=True)
@@ -298,6 +302,14 @@ def test_measure_reads_the_live_child_then_releases_it(tmp_path, mode, method, g
     assert (row["gpu_mib"], row["gpu_method"]) == (gpu, method)
     assert row["rss_mib"] == 200.0 and row["hwm_mib"] == 300.0 and row["memgetinfo_used_mib"] == 1500.0
     assert row["child"] == {"pool_reserved_mib": 40.0, "pool_used_mib": 34.5}
+    # The step lines before the memory line: each step's device memory and what it added (-1: not read -> None).
+    assert [st["stage"] for st in row["stages"]] == ["context", "loaded"]
+    steps = fp.stage_rows(row)
+    assert [(st["stage"], st["gpu_mib"], st["delta_mib"]) for st in steps] == [
+        ("context", 1000.0, None), ("loaded", 1032.5, 32.5), ("runs", 1500.0, 467.5)]
+    assert steps[1]["pool_reserved_mib"] is None and steps[1]["rss_mib"] == 150.0 and steps[2]["rss_mib"] == 200.0
+    md = fp.markdown({"rows": [row]})
+    assert "step by step" in md and "| + Model::Load (wrapper .so, shims, weights) | 1032 | 32.5 | 150 | — | 1 |" in md
     assert row["parent_saw_rss_kib"] and row["rc"] == 0
     assert "released" in row["stdout_tail"]  # the child got the line only after the reading
     assert row["device_delta_mib"] == 143771 - 142000 - 500
@@ -437,6 +449,14 @@ def _aotirt_run():
     return path
 
 
+def test_stage_lines_parse_and_other_lines_do_not():
+    st = fp.parse_stage_line("memory-stage: stage=first_run rss_kib=5 hwm_kib=6 gpu_used_mib=7.5 pool_reserved_mib=-1")
+    assert st == {"stage": "first_run", "rss_kib": 5, "hwm_kib": 6, "gpu_used_mib": 7.5, "pool_reserved_mib": None}
+    assert fp.parse_stage_line("memory: rss_kib=1") is None and fp.parse_memory_line("memory-stage: stage=x") is None
+    assert fp.parse_stage_line("memory-stage: rss_kib=1") is None  # no stage name
+    assert fp.stage_rows({"name": "x"}) == []
+
+
 def test_aotirt_run_accepts_report_memory_and_hold():
     run = _aotirt_run()
     p = subprocess.run([run, "--help"], capture_output=True, text=True, timeout=60)
@@ -448,3 +468,4 @@ def test_aotirt_run_accepts_report_memory_and_hold():
     p = subprocess.run([run, "--package", "/nonexistent.pt2", "--inputs", "i", "--report-memory", "--hold"],
                        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
     assert p.returncode == 1 and "cannot open package" in p.stderr and "usage:" not in p.stderr
+    assert "memory-stage: stage=context" in p.stdout  # the context step comes before the load (no GPU here: -1s)

@@ -309,11 +309,14 @@ def test_invalid_output_values_are_refused_with_the_valid_list(tmp_path, monkeyp
 class FakeGraph:
     """Stands in for _C.CapturedModel."""
 
-    def __init__(self, model, capsules, stream, warmup):
+    def __init__(self, model, capsules, stream, warmup, alias_inputs):
         self.args = (capsules, stream, warmup)
+        self.alias_inputs = alias_inputs
+        self.replays = []
 
-    def replay(self, capsules):
-        return [torch.full((2,), 7.0).__dlpack__()]
+    def replay(self, capsules, stream=None, outputs=True):
+        self.replays.append((stream, outputs))
+        return [torch.full((2,), 7.0).__dlpack__()] if outputs else None
 
 
 def test_capture_follows_the_output_rule_and_never_imports_torch(monkeypatch):
@@ -322,7 +325,8 @@ def test_capture_follows_the_output_rule_and_never_imports_torch(monkeypatch):
     monkeypatch.setattr(runtime, "_native", lambda: Native())
     runner = aotirt.Runner(FakeModel(outputs=["y"], out_spec=_spec(torch.zeros(1))))
     graphed = aotirt.capture(runner, *torch_inputs(), stream=0x1234)
-    assert graphed._graph.args == (["capsule-a", "capsule-b"], 0x1234, 2)
+    assert graphed._graph.args == (["capsule-a", "capsule-b"], 0x1234, 2) and graphed._graph.alias_inputs is False
+    assert aotirt.capture(runner, *torch_inputs(), stream=0x1234, alias_inputs=True)._graph.alias_inputs is True
     assert _kind(graphed(*torch_inputs())) == "torch"  # torch in: torch out, the eager structure (one tensor)
     out = graphed(FakeInput("a"), FakeInput("b"))
     assert isinstance(out, list) and _kind(out[0]) == "dlpack" and out[0]._stream == 0x1234
@@ -332,6 +336,9 @@ def test_capture_follows_the_output_rule_and_never_imports_torch(monkeypatch):
         aotirt.capture(runner, FakeInput("a"), FakeInput("b"))
     graphed = aotirt.capture(runner, FakeInput("a"), FakeInput("b"), stream=0x1234)
     assert _kind(graphed(*torch_inputs())[0]) == "dlpack"  # torch not imported: DLPack, a list
+    # A stream the caller gave: every replay on it (None = the capture stream), with outputs (the lean torch path,
+    # on torch's current stream, is for captures on a stream torch made, with CUDA tensors: tests/gpu).
+    assert set(graphed._graph.replays) == {(None, True)}
 
 
 # ------------------------------------------------------------------------------- DLPackTensor, the producer side

@@ -86,3 +86,56 @@ def test_replay_with_wrong_inputs_is_an_error_and_the_graph_keeps_working():
     x = make_inputs(dt)
     with torch.no_grad():
         torch.testing.assert_close(graphed(*x), model(*x), **TOL["float32"])
+
+
+@requires_gpu
+def test_replays_follow_torchs_current_stream_and_stay_ordered_across_streams():
+    """The lean torch path replays on torch's current stream: inputs made on a side stream are read there (no
+    synchronization by the caller), and replays alternating between two streams, each output cloned on its stream
+    right after, all match eager (each replay is ordered after the previous one: they share the static buffers)."""
+    import aotirt
+    model, path, make_inputs, dt = build("mlp", "float32")
+    graphed = aotirt.capture(aotirt.load(path), *make_inputs(dt))
+    streams = [torch.cuda.Stream(), torch.cuda.Stream()]
+    xs = [make_inputs(dt)[0] for _ in range(8)]
+    got = []
+    for i, x in enumerate(xs):
+        s = streams[i % 2]
+        with torch.cuda.stream(s):
+            s.wait_stream(torch.cuda.default_stream())  # x was made on the default stream
+            big = x * 1.0 + torch.zeros(4096, 4096, device="cuda").sum() * 0  # work queued on s before the replay
+            y = graphed(big)
+            got.append(y.clone())  # on s, right after the replay that made it
+    torch.cuda.synchronize()
+    for x, g in zip(xs, got):
+        with torch.no_grad():
+            torch.testing.assert_close(g, model(x), **TOL["float32"])
+    # Same output objects every call (static buffers, as torch.cuda.CUDAGraph's)
+    assert graphed(xs[0]) is graphed(xs[1])
+
+
+@requires_gpu
+def test_alias_inputs_reads_the_callers_tensors_and_copies_only_others():
+    import aotirt
+    model, path, make_inputs, dt = build("mlp", "float32")
+    x = make_inputs(dt)[0]
+    graphed = aotirt.capture(aotirt.load(path), x, alias_inputs=True)
+    for _ in range(3):
+        x.copy_(torch.randn_like(x))  # updated in place, as a static input is
+        y = graphed(x)
+        with torch.no_grad():
+            torch.testing.assert_close(y, model(x), **TOL["float32"])
+    assert graphed.input_copies == 0
+    z = torch.randn_like(x)
+    y = graphed(z)  # another tensor: copied into x's memory
+    torch.cuda.synchronize()
+    assert graphed.input_copies == 1 and torch.equal(x, z)
+    with torch.no_grad():
+        torch.testing.assert_close(y, model(z), **TOL["float32"])
+    # Without alias_inputs every call copies.
+    plain = aotirt.capture(aotirt.load(path), x)
+    plain(x)
+    plain(x)
+    assert plain.input_copies == 2
+    with pytest.raises(aotirt.InputError, match="DLPack device type 1"):  # a host tensor cannot be the static input
+        aotirt.capture(aotirt.load(path), x.cpu(), alias_inputs=True)

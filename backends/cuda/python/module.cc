@@ -123,25 +123,30 @@ class PyModel {
 
 class PyCaptured {
  public:
-  PyCaptured(const PyModel& model, const py::list& inputs, uintptr_t stream, int warmup) {
+  PyCaptured(const PyModel& model, const py::list& inputs, uintptr_t stream, int warmup, bool alias_inputs) {
     auto owned = Import(inputs);
     std::vector<AtenTensorHandle> handles;
     for (auto& t : owned) handles.push_back(t.get());
     py::gil_scoped_release release;
-    graph_ = aotirt::CapturedModel::Capture(model.shared(), handles, reinterpret_cast<void*>(stream), warmup);
+    graph_ = aotirt::CapturedModel::Capture(model.shared(), handles, reinterpret_cast<void*>(stream), warmup,
+                                            alias_inputs);
   }
-  py::list Replay(const py::list& inputs) {
+  // stream None: the capture stream. outputs=False returns None (the caller keeps the static outputs it has).
+  py::object Replay(const py::list& inputs, const py::object& stream, bool outputs) {
     auto owned = Import(inputs);
     std::vector<AtenTensorHandle> handles;
     for (auto& t : owned) handles.push_back(t.get());
+    void* s = stream.is_none() ? graph_->stream() : reinterpret_cast<void*>(stream.cast<uintptr_t>());
     std::vector<aotirt::TensorPtr> outs;
     {
       py::gil_scoped_release release;
-      outs = graph_->Replay(handles);
+      outs = graph_->ReplayOn(handles, s, outputs);
       owned.clear();
     }
+    if (!outputs) return py::none();
     return Export(std::move(outs));
   }
+  int64_t input_copies() const { return graph_->input_copies(); }
 
  private:
   std::unique_ptr<aotirt::CapturedModel> graph_;
@@ -171,13 +176,18 @@ PYBIND11_MODULE(_C, m) {
                              "Whether the load took over a dropped model's wrapper of the same bytes");
 
   py::class_<PyCaptured>(m, "CapturedModel")
-      .def(py::init<const PyModel&, const py::list&, uintptr_t, int>(), py::arg("model"), py::arg("inputs"),
-           py::arg("stream"), py::arg("warmup") = 2,
-           "Captures one run into a CUDA graph on `stream` (not 0). Raises RuntimeError if the model cannot be "
-           "captured; the model keeps working eagerly.")
-      .def("replay", &PyCaptured::Replay, py::arg("inputs"),
-           "Copies inputs into the static buffers and replays on the capture stream; outputs alias static buffers "
-           "that the next replay overwrites.");
+      .def(py::init<const PyModel&, const py::list&, uintptr_t, int, bool>(), py::arg("model"), py::arg("inputs"),
+           py::arg("stream"), py::arg("warmup") = 2, py::arg("alias_inputs") = false,
+           "Captures one run into a CUDA graph on `stream` (not 0). alias_inputs: the example inputs' memory is the "
+           "graph's static inputs (else copies). Raises RuntimeError if the model cannot be captured; the model "
+           "keeps working eagerly.")
+      .def("replay", &PyCaptured::Replay, py::arg("inputs"), py::arg("stream") = py::none(),
+           py::arg("outputs") = true,
+           "Copies inputs into the static buffers (not an input that is one) and replays on `stream` (default: the "
+           "capture stream; any stream of the device, 0 included), ordered after the previous replay; returns "
+           "capsules aliasing the static outputs, which the next replay overwrites (None with outputs=False).")
+      .def_property_readonly("input_copies", &PyCaptured::input_copies,
+                             "Input copies made by replays so far (inputs that were their static buffers: none)");
 
   m.def("live_tensor_count", [] { return aotirt_live_tensor_count(); });
   m.def("stream_wait", &StreamWait, py::arg("producer"), py::arg("consumer"), py::arg("device"),

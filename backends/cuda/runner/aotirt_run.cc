@@ -5,7 +5,10 @@
 // --report-memory: after the timed runs, one line "memory: rss_kib=<VmRSS> hwm_kib=<VmHWM> gpu_used_mib=<total-free
 // from cudaMemGetInfo, device-wide> pool_reserved_mib=<the device's default stream-ordered pool (the runtime's):
 // backing memory> pool_used_mib=<of it in use>"; with --hold it then waits for a line on stdin (or EOF) before going
-// on, so another process can read this one's memory while it lives (benchmarks/footprint.py).
+// on, so another process can read this one's memory while it lives (benchmarks/footprint.py). Before it, one
+// "memory-stage: stage=<context|loaded|inputs|first_run> ..." line (same fields, plus stack_kib, the per-thread stack
+// limit) at each step: the CUDA context alone, after Model::Load (wrapper, weights), after the inputs are on the
+// device, after the first run (kernel images, cuBLASLt, workspaces, pools): where the memory comes from.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -111,8 +114,8 @@ long StatusKib(const char* key) {
   return kib;
 }
 
-// The --report-memory line (see the top of this file); -1 for what could not be read.
-void ReportMemory(int device) {
+// The --report-memory line (see the top of this file); -1 for what could not be read. `stage`: a memory-stage line.
+void ReportMemory(int device, const char* stage = nullptr) {
   constexpr double kMiB = 1024.0 * 1024.0;
   size_t free_b = 0, total_b = 0;
   double gpu_used = -1, pool_reserved = -1, pool_used = -1;
@@ -125,9 +128,16 @@ void ReportMemory(int device) {
     if (cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &v) == cudaSuccess)
       pool_used = static_cast<double>(v) / kMiB;
   }
+  size_t stack = 0;
+  long stack_kib = cudaDeviceGetLimit(&stack, cudaLimitStackSize) == cudaSuccess ? static_cast<long>(stack / 1024) : -1;
   (void)cudaGetLastError();
-  std::printf("memory: rss_kib=%ld hwm_kib=%ld gpu_used_mib=%.1f pool_reserved_mib=%.1f pool_used_mib=%.1f\n",
-              StatusKib("VmRSS"), StatusKib("VmHWM"), gpu_used, pool_reserved, pool_used);
+  if (stage != nullptr)
+    std::printf("memory-stage: stage=%s rss_kib=%ld hwm_kib=%ld gpu_used_mib=%.1f pool_reserved_mib=%.1f "
+                "pool_used_mib=%.1f stack_kib=%ld\n",
+                stage, StatusKib("VmRSS"), StatusKib("VmHWM"), gpu_used, pool_reserved, pool_used, stack_kib);
+  else
+    std::printf("memory: rss_kib=%ld hwm_kib=%ld gpu_used_mib=%.1f pool_reserved_mib=%.1f pool_used_mib=%.1f\n",
+                StatusKib("VmRSS"), StatusKib("VmHWM"), gpu_used, pool_reserved, pool_used);
   std::fflush(stdout);
 }
 
@@ -144,6 +154,11 @@ void WaitForStdinLine() {
 int main(int argc, char** argv) {
   Args args = Parse(argc, argv);
   try {
+    if (args.report_memory) {  // the context alone first: what the rest adds is measured against it
+      (void)cudaSetDevice(args.device);
+      (void)cudaFree(nullptr);
+      ReportMemory(args.device, "context");
+    }
     auto t0 = std::chrono::steady_clock::now();
     aotirt::ModelOptions opts;
     opts.device_index = args.device;
@@ -152,6 +167,7 @@ int main(int argc, char** argv) {
     std::printf("loaded %s in %.1f ms: %zu inputs, %zu outputs, device cuda:%d\n", args.package.c_str(),
                 std::chrono::duration<double, std::milli>(t1 - t0).count(), model->num_inputs(),
                 model->num_outputs(), args.device);
+    if (args.report_memory) ReportMemory(args.device, "loaded");
     auto host_inputs = aotirt::ReadTensorFile(args.inputs);
     if (host_inputs.size() != model->num_inputs()) {
       std::fprintf(stderr, "error: %s holds %zu tensors, the model takes %zu inputs\n", args.inputs.c_str(),
@@ -168,13 +184,20 @@ int main(int argc, char** argv) {
       handles.push_back(dev_inputs.back().get());
     }
     cudaDeviceSynchronize();
+    if (args.report_memory) ReportMemory(args.device, "inputs");
     std::unique_ptr<aotirt::CapturedModel> graph;
     if (args.graph) {
       graph = aotirt::CapturedModel::Capture(model, handles, stream, std::max(args.warmup, 1));
       std::printf("captured into a CUDA graph\n");
     }
     auto run_once = [&] { return graph ? graph->Replay(handles) : model->Run(handles, stream); };
-    for (int i = 0; i < args.warmup; ++i) run_once();
+    for (int i = 0; i < args.warmup; ++i) {
+      run_once();
+      if (i == 0 && args.report_memory) {
+        cudaStreamSynchronize(stream);
+        ReportMemory(args.device, "first_run");
+      }
+    }
     cudaStreamSynchronize(stream);
     std::vector<double> ms;
     cudaEvent_t e0, e1;

@@ -3,6 +3,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <mutex>
 #include <string>
 
 #include "backends/cuda/runtime/runtime.h"
@@ -34,11 +35,47 @@ void CopyOnStream(AtenTensorHandle dst, AtenTensorHandle src, int32_t device, vo
   if (err != AOTI_TORCH_SUCCESS) throw RuntimeError(what + ": " + msg);
 }
 
+// Bytes per element of the c10 dtype codes the shims store (shims/tensor/dtype.h); 0 for any other code (the
+// strided copy then handles or refuses it). The runtime reaches tensors only through the C ABI, which has no size.
+int64_t ElementBytes(int32_t code) {
+  switch (code) {
+    case 0: case 1: case 11: return 1;  // uint8 int8 bool
+    case 2: case 5: case 15: return 2;  // int16 float16 bfloat16
+    case 3: case 6: return 4;           // int32 float32
+    case 4: case 7: return 8;           // int64 float64
+    default: return 0;
+  }
+}
+
+// Row-major contiguous (size-1 dimensions may have any stride).
+bool Contiguous(const int64_t* sizes, const int64_t* strides, int64_t dim) {
+  int64_t expected = 1;
+  for (int64_t d = dim - 1; d >= 0; --d) {
+    if (sizes[d] != 1 && strides[d] != expected) return false;
+    expected *= sizes[d];
+  }
+  return true;
+}
+
+// cudaSetDevice(dev) for a scope, back to the caller's device after (no call when it already is dev).
+struct DeviceScope {
+  explicit DeviceScope(int32_t dev) {
+    (void)cudaGetDevice(&prev);
+    if (prev != dev) (void)cudaSetDevice(dev);
+    changed = prev != dev;
+  }
+  ~DeviceScope() {
+    if (changed) (void)cudaSetDevice(prev);
+  }
+  int prev = 0;
+  bool changed = false;
+};
+
 }  // namespace
 
 std::unique_ptr<CapturedModel> CapturedModel::Capture(std::shared_ptr<Model> model,
                                                       const std::vector<AtenTensorHandle>& example_inputs,
-                                                      void* stream, int warmup) {
+                                                      void* stream, int warmup, bool alias_inputs) {
   const std::string& pkg = model->package().path;
   if (stream == nullptr)
     throw RuntimeError("package '" + pkg + "': CUDA graphs need a non-default stream (the legacy default stream "
@@ -46,18 +83,27 @@ std::unique_ptr<CapturedModel> CapturedModel::Capture(std::shared_ptr<Model> mod
   std::unique_ptr<CapturedModel> g(new CapturedModel());
   g->model_ = model;
   g->stream_ = stream;
+  g->last_stream_ = stream;
+  g->mu_.reset(new std::mutex());
   const int32_t dev = model->device_index();
-  int prev = 0;
-  (void)cudaGetDevice(&prev);
-  (void)cudaSetDevice(dev);
-  struct Restore {
-    int d;
-    ~Restore() { (void)cudaSetDevice(d); }
-  } restore{prev};
+  DeviceScope scope(dev);
 
   for (size_t i = 0; i < example_inputs.size(); ++i) {
-    g->static_inputs_.push_back(EmptyLike(example_inputs[i], dev, "graph input " + std::to_string(i)));
-    CopyOnStream(g->static_inputs_.back().get(), example_inputs[i], dev, stream, "graph input " + std::to_string(i));
+    const std::string what = "graph input " + std::to_string(i);
+    if (alias_inputs) {  // the caller's tensor is the static input: its memory must be on this device
+      int32_t type = -1, index = -1;
+      CheckShim(aoti_torch_get_device_type(example_inputs[i], &type), what);
+      CheckShim(aoti_torch_get_device_index(example_inputs[i], &index), what);
+      if (type != aoti_torch_device_type_cuda() || index != dev)
+        throw RuntimeError("package '" + pkg + "': " + what + " is not on cuda:" + std::to_string(dev) +
+                           ": a graph that aliases its inputs needs them on the model's device");
+      AtenTensorHandle h = nullptr;
+      CheckShim(aoti_torch_new_tensor_handle(example_inputs[i], &h), what);
+      g->static_inputs_.emplace_back(h);
+      continue;
+    }
+    g->static_inputs_.push_back(EmptyLike(example_inputs[i], dev, what));
+    CopyOnStream(g->static_inputs_.back().get(), example_inputs[i], dev, stream, what);
   }
   std::vector<AtenTensorHandle> handles;
   for (auto& t : g->static_inputs_) handles.push_back(t.get());
@@ -101,50 +147,109 @@ std::unique_ptr<CapturedModel> CapturedModel::Capture(std::shared_ptr<Model> mod
     throw RuntimeError("package '" + pkg + "': instantiating the captured graph failed: " + CudaErr(e));
   }
   g->exec_ = exec;
+  cudaEvent_t done = nullptr;
+  e = cudaEventCreateWithFlags(&done, cudaEventDisableTiming);
+  if (e == cudaSuccess) e = cudaEventRecord(done, static_cast<cudaStream_t>(stream));
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    if (done) cudaEventDestroy(done);
+    throw RuntimeError("package '" + pkg + "': creating the graph's completion event failed: " + CudaErr(e));
+  }
+  g->done_ = done;
   return g;
 }
 
 std::vector<TensorPtr> CapturedModel::Replay(const std::vector<AtenTensorHandle>& inputs) {
+  return ReplayOn(inputs, stream_, true);
+}
+
+std::vector<TensorPtr> CapturedModel::ReplayOn(const std::vector<AtenTensorHandle>& inputs, void* stream,
+                                               bool outputs) {
   const std::string& pkg = model_->package().path;
   if (inputs.size() != static_inputs_.size())
     throw RuntimeError("package '" + pkg + "': the captured graph takes " + std::to_string(static_inputs_.size()) +
                        " inputs, got " + std::to_string(inputs.size()));
   const int32_t dev = model_->device_index();
   // Every input is checked before any is copied: a refused call leaves the static inputs as they were.
+  std::vector<char> copy(inputs.size(), 0), memcpy_ok(inputs.size(), 0);
+  std::vector<void*> src(inputs.size(), nullptr), dst(inputs.size(), nullptr);
+  std::vector<int64_t> nbytes(inputs.size(), 0);
   for (size_t i = 0; i < inputs.size(); ++i) {
     // Same shape and dtype as captured: the graph's kernels are fixed, and copy_ would silently convert a dtype
     // (an eager run refuses one, so does the graph).
     const std::string what = "graph input " + std::to_string(i);
-    int64_t n_in = 0, n_st = 0, d_in = 0, d_st = 0, *s_in = nullptr, *s_st = nullptr;
-    int32_t t_in = -1, t_st = -1;
-    CheckShim(aoti_torch_get_numel(inputs[i], &n_in), what);
-    CheckShim(aoti_torch_get_numel(static_inputs_[i].get(), &n_st), what);
+    AtenTensorHandle in = inputs[i], st = static_inputs_[i].get();
+    int64_t n_in = 0, n_st = 0, d_in = 0, d_st = 0, *s_in = nullptr, *s_st = nullptr, *t_in_s = nullptr,
+            *t_st_s = nullptr;
+    int32_t t_in = -1, t_st = -1, type = -1, index = -1;
+    CheckShim(aoti_torch_get_numel(in, &n_in), what);
+    CheckShim(aoti_torch_get_numel(st, &n_st), what);
     if (n_in != n_st)
       throw RuntimeError(what + " has " + std::to_string(n_in) + " elements, the graph was captured with " +
                          std::to_string(n_st));
-    CheckShim(aoti_torch_get_dtype(inputs[i], &t_in), what);
-    CheckShim(aoti_torch_get_dtype(static_inputs_[i].get(), &t_st), what);
+    CheckShim(aoti_torch_get_dtype(in, &t_in), what);
+    CheckShim(aoti_torch_get_dtype(st, &t_st), what);
     if (t_in != t_st)
       throw RuntimeError(what + " has dtype code " + std::to_string(t_in) + ", the graph was captured with " +
                          std::to_string(t_st) + " (c10 codes: 5 float16, 6 float32, 15 bfloat16, ...)");
-    CheckShim(aoti_torch_get_dim(inputs[i], &d_in), what);
-    CheckShim(aoti_torch_get_dim(static_inputs_[i].get(), &d_st), what);
-    CheckShim(aoti_torch_get_sizes(inputs[i], &s_in), what);
-    CheckShim(aoti_torch_get_sizes(static_inputs_[i].get(), &s_st), what);
+    CheckShim(aoti_torch_get_dim(in, &d_in), what);
+    CheckShim(aoti_torch_get_dim(st, &d_st), what);
+    CheckShim(aoti_torch_get_sizes(in, &s_in), what);
+    CheckShim(aoti_torch_get_sizes(st, &s_st), what);
     if (d_in != d_st || !std::equal(s_in, s_in + d_in, s_st))
       throw RuntimeError(what + " has shape " + Dims(s_in, d_in) + ", the graph was captured with " +
                          Dims(s_st, d_st));
+    CheckShim(aoti_torch_get_strides(in, &t_in_s), what);
+    CheckShim(aoti_torch_get_strides(st, &t_st_s), what);
+    CheckShim(aoti_torch_get_data_ptr(in, &src[i]), what);
+    CheckShim(aoti_torch_get_data_ptr(st, &dst[i]), what);
+    const bool same_strides = std::equal(t_in_s, t_in_s + d_in, t_st_s);
+    if (same_strides && src[i] == dst[i]) continue;  // the static buffer itself: nothing to copy
+    copy[i] = 1;
+    CheckShim(aoti_torch_get_device_type(in, &type), what);
+    CheckShim(aoti_torch_get_device_index(in, &index), what);
+    // One cudaMemcpyAsync where both are dense row-major on this GPU; else the strided copy (host inputs too).
+    if (type == aoti_torch_device_type_cuda() && index == dev && Contiguous(s_in, t_in_s, d_in) &&
+        Contiguous(s_st, t_st_s, d_st)) {
+      const int64_t elem = ElementBytes(t_in);
+      memcpy_ok[i] = elem > 0;
+      nbytes[i] = n_in * elem;
+    }
+  }
+  std::lock_guard<std::mutex> lock(*mu_);
+  DeviceScope scope(dev);
+  cudaStream_t s = static_cast<cudaStream_t>(stream);
+  // Ordered after the previous replay (its input copies and kernels use the same static buffers) where it ran on
+  // another stream; launches of one graph are ordered among themselves by CUDA.
+  cudaError_t e = cudaSuccess;
+  if (stream != last_stream_) e = cudaStreamWaitEvent(s, static_cast<cudaEvent_t>(done_), 0);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    throw RuntimeError("package '" + pkg + "': ordering the replay after the previous one failed: " + CudaErr(e));
   }
   for (size_t i = 0; i < inputs.size(); ++i) {
-    if (inputs[i] != static_inputs_[i].get())
-      CopyOnStream(static_inputs_[i].get(), inputs[i], dev, stream_, "graph input " + std::to_string(i));
+    if (!copy[i]) continue;
+    const std::string what = "graph input " + std::to_string(i);
+    if (memcpy_ok[i]) {
+      e = nbytes[i] == 0 ? cudaSuccess : cudaMemcpyAsync(dst[i], src[i], nbytes[i], cudaMemcpyDeviceToDevice, s);
+      if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        throw RuntimeError(what + ": copying into the graph's static input failed: " + CudaErr(e));
+      }
+    } else {
+      CopyOnStream(static_inputs_[i].get(), inputs[i], dev, stream, what);
+    }
+    ++input_copies_;
   }
-  cudaError_t e = cudaGraphLaunch(static_cast<cudaGraphExec_t>(exec_), static_cast<cudaStream_t>(stream_));
+  e = cudaGraphLaunch(static_cast<cudaGraphExec_t>(exec_), s);
+  if (e == cudaSuccess) e = cudaEventRecord(static_cast<cudaEvent_t>(done_), s);
   if (e != cudaSuccess) {
     (void)cudaGetLastError();
     throw RuntimeError("package '" + pkg + "': graph launch failed: " + CudaErr(e));
   }
+  last_stream_ = stream;
   std::vector<TensorPtr> outs;
+  if (!outputs) return outs;
   for (auto& t : static_outputs_) {
     AtenTensorHandle h = nullptr;
     CheckShim(aoti_torch_new_tensor_handle(t.get(), &h), "graph output");
@@ -154,10 +259,12 @@ std::vector<TensorPtr> CapturedModel::Replay(const std::vector<AtenTensorHandle>
 }
 
 CapturedModel::~CapturedModel() {
+  if (done_) (void)cudaEventSynchronize(static_cast<cudaEvent_t>(done_));  // the last replay, on whichever stream
   if (stream_) (void)cudaStreamSynchronize(static_cast<cudaStream_t>(stream_));
   static_outputs_.clear();  // frees the graph-allocated outputs of the last launch
   if (exec_) cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(exec_));
   if (graph_) cudaGraphDestroy(static_cast<cudaGraph_t>(graph_));
+  if (done_) cudaEventDestroy(static_cast<cudaEvent_t>(done_));
   static_inputs_.clear();
   container_.reset();
 }

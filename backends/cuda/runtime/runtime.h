@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -150,17 +151,24 @@ struct WrapperLibraryStats {
 AOTIRT_RUNTIME_API WrapperLibraryStats GetWrapperLibraryStats();
 
 // One model run captured into a CUDA graph (whole-model graphs). Capture() copies the example inputs into static
-// buffers, warms the model up, captures a run on `stream` (not the legacy default stream) and instantiates it; a
-// model that cannot be captured raises RuntimeError and keeps working through Model::Run. Replay() copies new inputs
-// (same shapes and dtypes) into the static buffers and launches the graph on the same stream; the returned handles
-// alias the static outputs, which the next Replay() overwrites (copy them if you keep them).
+// buffers (or, with alias_inputs, takes the example inputs' own memory as the static inputs), warms the model up,
+// captures a run on `stream` (not the legacy default stream) and instantiates it; a model that cannot be captured
+// raises RuntimeError and keeps working through Model::Run. Replay() copies new inputs (same shapes and dtypes) into
+// the static buffers (nothing for an input that is the static buffer itself: same data pointer and strides) and
+// launches the graph on the capture stream; ReplayOn() does the same on any stream of the device (the legacy default
+// stream included), ordered after the previous replay wherever it ran, and returns no outputs when asked not to. The
+// returned handles alias the static outputs, whose memory stays the same for the graph's life and which the next
+// replay overwrites (copy them if you keep them). Replays of one CapturedModel from several threads are serialized.
 class AOTIRT_RUNTIME_API CapturedModel {
  public:
   static std::unique_ptr<CapturedModel> Capture(std::shared_ptr<Model> model,
                                                 const std::vector<AtenTensorHandle>& example_inputs, void* stream,
-                                                int warmup = 2);
+                                                int warmup = 2, bool alias_inputs = false);
   std::vector<TensorPtr> Replay(const std::vector<AtenTensorHandle>& inputs);
+  std::vector<TensorPtr> ReplayOn(const std::vector<AtenTensorHandle>& inputs, void* stream, bool outputs = true);
   void* stream() const { return stream_; }
+  // Input copies the replays made (an input that was its static buffer is not copied): tests and benchmarks.
+  int64_t input_copies() const { return input_copies_; }
   ~CapturedModel();
 
  private:
@@ -169,6 +177,10 @@ class AOTIRT_RUNTIME_API CapturedModel {
   void* stream_ = nullptr;
   void* graph_ = nullptr;  // cudaGraph_t
   void* exec_ = nullptr;   // cudaGraphExec_t
+  void* done_ = nullptr;   // cudaEvent_t recorded after each launch (ordering across replay streams, destruction)
+  void* last_stream_ = nullptr;  // where the last replay ran
+  int64_t input_copies_ = 0;
+  std::unique_ptr<std::mutex> mu_;  // one replay at a time (the static buffers are shared)
   std::unique_ptr<SiblingContainer> container_;  // the graph was captured on it
   std::vector<TensorPtr> static_inputs_, static_outputs_;
 };

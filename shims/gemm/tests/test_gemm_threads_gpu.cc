@@ -289,7 +289,11 @@ TEST_F(GemmThreads, SixteenThreadsMixedCallsEveryResultChecked) {
   aotirt::gemm::SetGraphReplay(-1);
   // The paths this test claims to cover were taken (else it would pass by testing less).
   EXPECT_GT(r.graph_calls, 0);
-  if (aotirt::gemm::TuningEnabled()) {  // AOTIRT_GEMM_TUNE=0 under racecheck (run.sh)
+  // Tuned problems stay in the plan caches for the life of the process: with --gtest_repeat a later pass may find
+  // every problem tuned already (the next test's passes did at x20 on the H200, 63be67f): only the first pass must
+  // tune.
+  static int passes = 0;
+  if (aotirt::gemm::TuningEnabled() && passes++ == 0) {  // AOTIRT_GEMM_TUNE=0 under racecheck (run.sh)
     EXPECT_GT(r.tuned, 0);
   }
   EXPECT_GT(r.replays, 0);
@@ -308,8 +312,11 @@ TEST_F(GemmThreads, OtherThreadsSynchronizingTheDeviceNeverFailAndNothingIsWrong
                                    EnvInt("AOTIRT_STRESS_THREADS", 16) / 2, calls, 2);
   EXPECT_EQ(r.sync_error, "");
   EXPECT_GT(r.syncs, 0);
-  // Problems were tuned while the device was being synchronized (AOTIRT_GEMM_TUNE=0 under racecheck: run.sh).
-  if (aotirt::gemm::TuningEnabled()) {
+  // Problems were tuned while the device was being synchronized (AOTIRT_GEMM_TUNE=0 under racecheck: run.sh), in
+  // the first pass of this test in the process: later passes of --gtest_repeat can find every problem tuned already
+  // (2 of 20 passes did on the H200 at 63be67f, 0 wrong results in all 20).
+  static int passes = 0;
+  if (aotirt::gemm::TuningEnabled() && passes++ == 0) {
     EXPECT_GT(r.tuned, 0);
   }
   EXPECT_EQ(r.captures, 0);
