@@ -92,32 +92,30 @@ def _number(text: str):
     return int(v) if v.is_integer() and "." not in text else v
 
 
+def _key_values(line: str, prefix: str, text_keys: tuple = ()) -> dict | None:
+    """`<prefix> k=v k=v ...` -> {k: number or None (-1 or unreadable); text for text_keys}; None for other lines."""
+    line = line.strip()
+    if not line.startswith(prefix):
+        return None
+    out = {}
+    for tok in line[len(prefix):].split():
+        k, sep, v = tok.partition("=")
+        if sep:
+            out[k] = v if k in text_keys else _number(v)
+    return out
+
+
 def parse_memory_line(line: str) -> dict | None:
     """`memory: rss_kib=1 hwm_kib=2 gpu_used_mib=3.5 ...` (aotirt_run --report-memory and the Python children) ->
     {key: number or None (-1 or unreadable)}; None for any other line."""
-    line = line.strip()
-    if not line.startswith("memory:"):
-        return None
-    out = {}
-    for tok in line[len("memory:"):].split():
-        k, sep, v = tok.partition("=")
-        if sep:
-            out[k] = _number(v)
-    return out
+    return _key_values(line, "memory:")
 
 
 def parse_stage_line(line: str) -> dict | None:
     """`memory-stage: stage=loaded rss_kib=1 gpu_used_mib=2.5 ...` (aotirt_run --report-memory, one per step before
     its memory line) -> {"stage": name, key: number or None}; None for any other line."""
-    line = line.strip()
-    if not line.startswith("memory-stage:"):
-        return None
-    out = {}
-    for tok in line[len("memory-stage:"):].split():
-        k, sep, v = tok.partition("=")
-        if sep:
-            out[k] = v if k == "stage" else _number(v)
-    return out if out.get("stage") else None
+    out = _key_values(line, "memory-stage:", ("stage",))
+    return out if out and out.get("stage") else None
 
 
 STAGE_LABELS = {"context": "CUDA context (cudaFree(0))", "loaded": "+ Model::Load (wrapper .so, shims, weights)",

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "backends/cuda/runtime/runtime.h"
+#include "backends/cuda/runtime/scoped_device.h"
 
 namespace aotirt {
 namespace {
@@ -57,19 +58,6 @@ bool Contiguous(const int64_t* sizes, const int64_t* strides, int64_t dim) {
   return true;
 }
 
-// cudaSetDevice(dev) for a scope, back to the caller's device after (no call when it already is dev).
-struct DeviceScope {
-  explicit DeviceScope(int32_t dev) {
-    (void)cudaGetDevice(&prev);
-    if (prev != dev) (void)cudaSetDevice(dev);
-    changed = prev != dev;
-  }
-  ~DeviceScope() {
-    if (changed) (void)cudaSetDevice(prev);
-  }
-  int prev = 0;
-  bool changed = false;
-};
 
 }  // namespace
 
@@ -84,9 +72,8 @@ std::unique_ptr<CapturedModel> CapturedModel::Capture(std::shared_ptr<Model> mod
   g->model_ = model;
   g->stream_ = stream;
   g->last_stream_ = stream;
-  g->mu_.reset(new std::mutex());
   const int32_t dev = model->device_index();
-  DeviceScope scope(dev);
+  ScopedDevice scope(dev);
 
   for (size_t i = 0; i < example_inputs.size(); ++i) {
     const std::string what = "graph input " + std::to_string(i);
@@ -216,8 +203,8 @@ std::vector<TensorPtr> CapturedModel::ReplayOn(const std::vector<AtenTensorHandl
       nbytes[i] = n_in * elem;
     }
   }
-  std::lock_guard<std::mutex> lock(*mu_);
-  DeviceScope scope(dev);
+  std::lock_guard<std::mutex> lock(mu_);
+  ScopedDevice scope(dev);
   cudaStream_t s = static_cast<cudaStream_t>(stream);
   // Ordered after the previous replay (its input copies and kernels use the same static buffers) where it ran on
   // another stream; launches of one graph are ordered among themselves by CUDA.

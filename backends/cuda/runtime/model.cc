@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "backends/cuda/runtime/runtime.h"
+#include "backends/cuda/runtime/scoped_device.h"
 #include "backends/cuda/runtime/wrapper_library.h"
 #include "shims/cuda/vendor.h"
 
@@ -38,25 +39,6 @@ struct Model::Api {
 
 namespace {
 
-// Makes `device` the thread's current device until the scope ends, then restores the previous one (the container
-// allocates and launches on the current device).
-class ScopedDevice {
- public:
-  explicit ScopedDevice(int device) {
-    (void)gpuGetDevice(&prev_);
-    if (prev_ != device) (void)gpuSetDevice(device);
-    changed_ = prev_ != device;
-  }
-  ~ScopedDevice() {
-    if (changed_) (void)gpuSetDevice(prev_);
-  }
-  ScopedDevice(const ScopedDevice&) = delete;
-  ScopedDevice& operator=(const ScopedDevice&) = delete;
-
- private:
-  int prev_ = 0;
-  bool changed_ = false;
-};
 
 // The wrapper resolves aoti_torch_* and cudaMalloc & co. from the process's global scope. Python loads extension
 // modules RTLD_LOCAL, so the shim library and cudart (our dependencies) may be loaded but not global: promote them.

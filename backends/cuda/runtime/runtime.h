@@ -180,7 +180,7 @@ class AOTIRT_RUNTIME_API CapturedModel {
   void* done_ = nullptr;   // cudaEvent_t recorded after each launch (ordering across replay streams, destruction)
   void* last_stream_ = nullptr;  // where the last replay ran
   int64_t input_copies_ = 0;
-  std::unique_ptr<std::mutex> mu_;  // one replay at a time (the static buffers are shared)
+  std::mutex mu_;  // one replay at a time (the static buffers are shared)
   std::unique_ptr<SiblingContainer> container_;  // the graph was captured on it
   std::vector<TensorPtr> static_inputs_, static_outputs_;
 };
