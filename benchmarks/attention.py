@@ -1,5 +1,6 @@
 """Attention alone, side by side in one process on the GPU machine: our runtime (a package of one SDPA call lowered
-with attention_backend CUDNN, i.e. the cuDNN shims, and with MATH, the decomposition) against torch's own SDPA
+with attention_backend CUDNN, i.e. the cuDNN shims, with TRITON, our Triton kernel in the package, and with MATH,
+the decomposition) against torch's own SDPA
 (cuDNN and flash backends) and torch.compile(mode="max-autotune"), with and without CUDA graphs, and the peak device
 memory of each.
 
@@ -8,7 +9,7 @@ Usage: python3 benchmarks/attention.py [--out FILE_OR_DIR] [--seq 128,512,2048,8
 
 Rows: one per (T, mask, variant, graphs): B=2, H=16, D=128, bfloat16, q/k/v [B, H, T, D]; mask `causal`
 (is_causal=True) or `additive` (a [B, 1, 1, T] key-padding bias, 20% of keys masked). Variants: ours_cudnn,
-ours_math (aotirt.compile + aotirt.load; graphs: aotirt.capture with alias_inputs=True, so that like the
+ours_triton, ours_math (aotirt.compile + aotirt.load; graphs: aotirt.capture with alias_inputs=True, so that like the
 torch.cuda.graph rows it reads the inputs it captured and copies none), torch_cudnn, torch_flash (torch.nn.functional
 .scaled_dot_product_attention under sdpa_kernel([...]); graphs: torch.cuda.graph; flash takes no additive mask),
 torch_compile (torch.compile(mode="max-autotune") of the same function; graphs are its own cudagraph trees, so its
@@ -37,7 +38,7 @@ from provenance import commit  # noqa: E402
 from sidebyside import (best_against_peers, cell, device_used_mb, subset, timed_row, torch_graph,  # noqa: E402
                         write_result)
 
-VARIANTS = ("ours_cudnn", "ours_math", "torch_cudnn", "torch_flash", "torch_compile")
+VARIANTS = ("ours_cudnn", "ours_triton", "ours_math", "torch_cudnn", "torch_flash", "torch_compile")
 MASKS = ("causal", "additive")
 B, H, D = 2, 16, 128
 
@@ -138,7 +139,7 @@ def measure(args) -> list:
             torch.cuda.reset_peak_memory_stats()
             base_alloc, base_used = torch.cuda.memory_allocated(), device_used_mb(torch)
             if variant.startswith("ours_"):
-                backend = "CUDNN" if variant == "ours_cudnn" else "MATH"
+                backend = variant[len("ours_"):].upper()  # CUDNN, TRITON, MATH
                 key = (t, mask, backend)
                 if key not in packages:
                     class M(torch.nn.Module):

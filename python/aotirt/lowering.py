@@ -67,6 +67,9 @@ def _check_example_inputs(torch, example_inputs: Sequence[Any], device_index: in
 SDPA_BACKENDS = {
     "MATH": ("MATH",),
     "CUDNN": ("CUDNN_ATTENTION", "FLASH_ATTENTION", "EFFICIENT_ATTENTION"),
+    # TRITON rewrites the 4-D SDPA calls into aotirt::sdpa_triton before Inductor (triton_attention.replace_sdpa);
+    # any other left is decomposed, as under MATH.
+    "TRITON": ("MATH",),
 }
 
 
@@ -363,8 +366,14 @@ def compile(model_or_exported_program: Any, example_inputs: Sequence[Any], packa
             raise LoweringError(f"aotirt.compile takes a torch.nn.Module or torch.export.ExportedProgram, got "
                                 f"{type(model_or_exported_program).__name__}")
         preflight(torch, ep, opts, key, target, device_index)
-        if opts.attention_backend == "MATH":
+        if opts.attention_backend in ("MATH", "TRITON"):
             align_sdpa_layouts(torch, ep)
+        if opts.attention_backend == "TRITON":
+            from aotirt import triton_attention
+
+            replaced, left = triton_attention.replace_sdpa(torch, ep)
+            log.info("attention TRITON: %d SDPA call(s) run the Triton kernel%s", replaced,
+                     f", {left} (not 4-D) decomposed as MATH" if left else "")
 
         configs = dict(configs)
         configs[METADATA_KEY] = {**configs.get(METADATA_KEY, {}), "aotirt_inputs": input_specs_json(torch, ep)}

@@ -166,7 +166,7 @@ def check_options(opts, target: str | None = None, manifest: Manifest | None = N
     if sdpa_missing:
         problems.append(f"attention_backend={attention!r} makes Inductor call the fused SDPA shims "
                         f"({sdpa_missing[0]}, ...), which {where}: use attention_backend='MATH', which decomposes "
-                        f"SDPA into matmuls + softmax ({', '.join(sdpa_missing)} are not in its set in "
+                        f"SDPA into matmuls + softmax, or 'TRITON', a Triton flash-attention kernel in the package ({', '.join(sdpa_missing)} are not in its set in "
                         f"shims/shim_manifest.tsv)")
     if problems:
         raise UnsupportedPlatformError(f"cannot lower for {key}: " + "; ".join(problems))
@@ -199,6 +199,10 @@ _SDPA_OPS = ("scaled_dot_product_attention", "_scaled_dot_product_cudnn_attentio
 # What the cuDNN attention shims run (shims/attention/sdpa_plan.cc; kMaxHeadDim in sdpa_plan.h).
 CUDNN_ATTENTION_DTYPES = ("float16", "bfloat16")
 CUDNN_ATTENTION_MAX_HEAD_DIM = 256
+# What attention_backend TRITON's kernel runs (aotirt.triton_attention.DTYPES / MAX_HEAD_DIM; a CPU test keeps them
+# equal without importing triton here).
+TRITON_ATTENTION_DTYPES = ("float16", "bfloat16", "float32")
+TRITON_ATTENTION_MAX_HEAD_DIM = 256
 
 
 def _static_dim(v):
@@ -242,27 +246,35 @@ def model_features(graph) -> ModelFeatures:
 
 
 def check_attention(opts, features: ModelFeatures) -> None:
-    """With attention_backend CUDNN, refuses before Inductor the SDPA calls the cuDNN shims would refuse on every run:
-    dtypes other than float16/bfloat16 (torch picks its memory-efficient kernel for float32, whose shim runs on
-    cuDNN), head dims that are not multiples of 8 up to 256, dropout. All of them at once."""
-    if getattr(opts, "attention_backend", "MATH") != "CUDNN" or not features.attention:
+    """Refuses before Inductor the SDPA calls the chosen attention backend would refuse on every run, all at once.
+    CUDNN (the cuDNN shims): dtypes other than float16/bfloat16 (torch picks its memory-efficient kernel for float32,
+    whose shim runs on cuDNN), head dims that are not multiples of 8 up to 256, dropout. TRITON (our kernel,
+    triton_attention): dtypes other than float16/bfloat16/float32, head dims above 256, dropout."""
+    backend = getattr(opts, "attention_backend", "MATH")
+    if backend not in ("CUDNN", "TRITON") or not features.attention:
         return
+    if backend == "CUDNN":
+        dtypes, max_d, mult = CUDNN_ATTENTION_DTYPES, CUDNN_ATTENTION_MAX_HEAD_DIM, 8
+    else:
+        dtypes, max_d, mult = TRITON_ATTENTION_DTYPES, TRITON_ATTENTION_MAX_HEAD_DIM, 1
     problems = []
     for name, dtype, d, dv, dropout in features.attention:
         why = []
-        if dtype not in CUDNN_ATTENTION_DTYPES:
-            why.append(f"dtype {dtype} (cuDNN attention runs {' and '.join(CUDNN_ATTENTION_DTYPES)})")
+        if dtype not in dtypes:
+            why.append(f"dtype {dtype} ({backend} attention runs {', '.join(dtypes)})")
         for what, dim in (("query/key", d), ("value", dv)):
-            if dim is not None and not (0 < dim <= CUDNN_ATTENTION_MAX_HEAD_DIM and dim % 8 == 0):
-                why.append(f"{what} head dim {dim} (multiples of 8 up to {CUDNN_ATTENTION_MAX_HEAD_DIM})")
+            if dim is not None and not (0 < dim <= max_d and dim % mult == 0):
+                why.append(f"{what} head dim {dim} ({'multiples of 8 ' if mult == 8 else ''}up to {max_d})")
         if dropout:
             why.append(f"dropout_p={dropout} (inference only: dropout_p=0)")
         if why:
             problems.append(f"{name}: {', '.join(why)}")
     if problems:
+        other = "'MATH' or 'TRITON'" if backend == "CUDNN" else "'MATH'"
         raise UnsupportedShimError(
-            f"attention_backend='CUDNN' cannot run {len(problems)} SDPA call(s) of this model: " + "; ".join(problems)
-            + ". Lower with attention_backend='MATH' (SDPA decomposed into Triton kernels and GEMMs)", [])
+            f"attention_backend={backend!r} cannot run {len(problems)} SDPA call(s) of this model: "
+            + "; ".join(problems) + f". Lower with attention_backend={other}"
+            + (" (SDPA decomposed into Triton kernels and GEMMs)" if backend == "TRITON" else ""), [])
 
 
 def check_model(opts, features: ModelFeatures, key: str, manifest: Manifest | None = None) -> None:
@@ -429,7 +441,7 @@ def support_table(manifest: Manifest | None = None) -> str:
         aten = not gemm_shims_missing(key, m)
         rows.append((key, str(len(m.names(key))), "TRITON, ATEN,TRITON, ATEN" if aten else "TRITON",
                      "yes" if aten else "no (refused)",
-                     "MATH" if attention_shims_missing(key, m) else "MATH, CUDNN",
+                     "MATH, TRITON" if attention_shims_missing(key, m) else "MATH, CUDNN, TRITON",
                      "TRITON" if conv_shims_missing(key, m) else "TRITON, ATEN,TRITON, ATEN"))
     width = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  " + "  ".join(c.ljust(width[i]) for i, c in enumerate(r)).rstrip() for r in rows]

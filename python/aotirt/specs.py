@@ -37,11 +37,11 @@ VALID_TARGETS = ("cuda", "rocm")
 # into matmuls + softmax (Triton/GEMM kernels; every platform). CUDNN: exported under the fused backends (cuDNN, flash,
 # memory-efficient), so Inductor keeps the SDPA ops as fallback calls to the attention shims
 # aoti_torch_cuda__scaled_dot_product_{cudnn,flash,efficient}_attention (platforms.SDPA_SHIMS; where the manifest
-# has them: linux_cuda). The default stays MATH until benchmarks decide. One value, case and spaces do not matter.
-VALID_ATTENTION_BACKENDS = ("MATH", "CUDNN")
+# has them: linux_cuda). TRITON: each SDPA becomes our Triton flash-attention kernel (aotirt.triton_attention),
+# compiled into the wrapper like Inductor's own kernels (every platform, no shim). The default stays MATH until
+# benchmarks decide. One value, case and spaces do not matter.
+VALID_ATTENTION_BACKENDS = ("MATH", "CUDNN", "TRITON")
 DEFAULT_ATTENTION_BACKEND = "MATH"
-# Named in the refusal, not accepted: SDPA as a Triton flash-attention kernel inside the wrapper is not built yet.
-PLANNED_ATTENTION_BACKENDS = ("TRITON",)
 
 # Options the runtime depends on: a package compiled otherwise cannot be loaded by it. User inductor_configs may
 # repeat them with the same value but never change them.
@@ -81,16 +81,16 @@ def _normalize_backends(value: Any, valid: tuple, field: str, valid_values: tupl
 
 
 def _normalize_attention_backend(value: Any, field: str = "attention_backend") -> str:
-    """' cudnn ' -> 'CUDNN'; anything but MATH / CUDNN is a SpecError listing the valid values."""
+    """' cudnn ' -> 'CUDNN'; anything but MATH / CUDNN / TRITON is a SpecError listing the valid values."""
     listed = list(VALID_ATTENTION_BACKENDS)
     if not isinstance(value, str):
         raise SpecError(f"{field} must be a string, one of {listed}, got {type(value).__name__} {value!r}")
     norm = value.strip().upper()
     if norm in VALID_ATTENTION_BACKENDS:
         return norm
-    planned = (f" ({norm} is planned but not built yet)" if norm in PLANNED_ATTENTION_BACKENDS else "")
-    raise SpecError(f"{field}={value!r} is not valid{planned}; valid: {listed} (case and spaces do not matter; "
-                    f"MATH decomposes SDPA into matmuls + softmax, CUDNN calls the fused SDPA shims)")
+    raise SpecError(f"{field}={value!r} is not valid; valid: {listed} (case and spaces do not matter; "
+                    f"MATH decomposes SDPA into matmuls + softmax, CUDNN calls the fused SDPA shims, TRITON compiles "
+                    f"a Triton flash-attention kernel into the package)")
 
 
 def _choice(value: Any, valid: tuple, field: str, lower: bool = True) -> str:
@@ -132,8 +132,9 @@ class CompileOptions:
         CUDA graph replays, for models that will run captured) or "eager" (plain calls, for models that will not).
     attention_backend: how scaled_dot_product_attention is lowered: "MATH" (default until benchmarks decide; SDPA
         decomposed into matmuls + softmax, every platform) or "CUDNN" (the fused SDPA kernels, cuDNN / flash /
-        memory-efficient, called through the attention shims; only where the shim manifest has them: linux_cuda);
-        case and spaces do not matter. Recorded in the package metadata as "aotirt_attention_backend".
+        memory-efficient, called through the attention shims; only where the shim manifest has them: linux_cuda)
+        or "TRITON" (our Triton flash-attention kernel compiled into the package; every platform, float16/bfloat16/
+        float32, head dims up to 256); case and spaces do not matter. Recorded in the package metadata as "aotirt_attention_backend".
     Combinations a platform cannot run (ATEN GEMMs, max_autotune OFF, ATEN convolutions or attention_backend CUDNN
     where the manifest gives the platform no such shims: Windows/ROCm) raise UnsupportedPlatformError.
     """

@@ -14,7 +14,7 @@ def test_cases_skip_what_cannot_run():
     assert (8192, "causal", "torch_compile", False) not in rows and (8192, "causal", "torch_compile", True) in rows
     per = {(t, m) for t, m, _, _ in rows}
     assert per == {(128, "causal"), (128, "additive"), (8192, "causal"), (8192, "additive")}
-    assert len(rows) == 2 * (2 * 4 + 1) + 2 * (2 * 3 + 1)
+    assert len(rows) == 2 * (2 * 5 + 1) + 2 * (2 * 4 + 1)  # 6 variants, 5 without flash where masks are additive
 
 
 def test_flags_parse_and_refuse():
@@ -23,7 +23,7 @@ def test_flags_parse_and_refuse():
     assert a.seq == (128, 2048) and a.masks == ("causal",) and a.variants == ("ours_cudnn", "torch_cudnn")
     assert a.iters == 5
     with pytest.raises(SystemExit):
-        att.parse_args(["--variants", "ours_triton"])
+        att.parse_args(["--variants", "ours_flex"])
     with pytest.raises(SystemExit):
         att.parse_args(["--seq", "0"])
 

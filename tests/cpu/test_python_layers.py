@@ -23,6 +23,7 @@ LAYERS = [
     ["specs"],
     ["runtime"],
     ["graphs"],
+    ["triton_attention"],                          # attention_backend TRITON: the kernel and the graph rewrite
     ["lowering"],                                  # one candidate
     ["auto"],                                      # AUTO: handed lowering.compile
     ["api"],                                       # aotirt.compile: the dispatch between lowering and auto

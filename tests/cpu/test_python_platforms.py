@@ -150,13 +150,13 @@ def test_attention_refusals_are_derived_from_the_manifest(tmp_path, monkeypatch)
     _with_sdpa_on(tmp_path, monkeypatch, ["linux_cuda", "windows_cuda", "rocm"])
     assert aotirt.CompileOptions(platform="windows", attention_backend="CUDNN").attention_backend == "CUDNN"
     assert aotirt.CompileOptions(target="rocm", attention_backend="CUDNN").platform_key() == "rocm"
-    assert "MATH, CUDNN" in platforms.support_table().splitlines()[3]  # the rocm row
+    assert "MATH, CUDNN, TRITON" in platforms.support_table().splitlines()[3]  # the rocm row
 
     _with_sdpa_on(tmp_path, monkeypatch, [])
     assert platforms.attention_shims_missing("linux_cuda") == sorted(SDPA_SHIMS)
     with pytest.raises(aotirt.UnsupportedPlatformError,
                        match=r"cannot lower for linux_cuda: attention_backend='CUDNN' .*Linux CUDA build lacks: use "
-                             r"attention_backend='MATH'"):
+                             r"attention_backend='MATH'.* or 'TRITON'"):
         aotirt.CompileOptions(target="cuda", attention_backend="CUDNN")
     aotirt.CompileOptions(target="cuda", attention_backend="MATH")  # MATH needs none of them
 
@@ -171,8 +171,8 @@ def test_support_table_lists_the_attention_and_conv_backends(man):
     rows = [re.split(r"\s{2,}", r.strip()) for r in platforms.support_table(man).splitlines()[:4]]
     assert rows[0][4:] == ["attention backends", "conv backends"]
     by_key = {r[0]: r[4:] for r in rows[1:]}
-    assert by_key["linux_cuda"] == ["MATH, CUDNN", "TRITON, ATEN,TRITON, ATEN"]
-    assert by_key["windows_cuda"] == by_key["rocm"] == ["MATH", "TRITON"]
+    assert by_key["linux_cuda"] == ["MATH, CUDNN, TRITON", "TRITON, ATEN,TRITON, ATEN"]
+    assert by_key["windows_cuda"] == by_key["rocm"] == ["MATH, TRITON", "TRITON"]
 
 
 @pytest.mark.parametrize("key", ["windows_cuda", "rocm"])

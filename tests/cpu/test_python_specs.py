@@ -100,12 +100,10 @@ def test_target_is_detected_from_torch_version_hip(monkeypatch):
     ({"platform": "macos"}, r"platform='macos' is not valid; valid: \['linux', 'windows'\]"),
     ({"target": "metal"}, r"target='metal' is not valid; valid: \['cuda', 'rocm'\]"),
     ({"method_name": "my method"}, "must be a Python identifier"),
-    ({"attention_backend": "FLASH"}, r"attention_backend='FLASH' is not valid; valid: \['MATH', 'CUDNN'\]"),
-    ({"attention_backend": "triton"}, r"'triton' is not valid \(TRITON is planned but not built yet\); valid: "
-                                      r"\['MATH', 'CUDNN'\]"),
-    ({"attention_backend": "MATH,CUDNN"}, r"valid: \['MATH', 'CUDNN'\]"),
-    ({"attention_backend": " "}, r"valid: \['MATH', 'CUDNN'\]"),
-    ({"attention_backend": None}, r"attention_backend must be a string, one of \['MATH', 'CUDNN'\], got NoneType"),
+    ({"attention_backend": "FLASH"}, r"attention_backend='FLASH' is not valid; valid: \['MATH', 'CUDNN', 'TRITON'\]"),
+    ({"attention_backend": "MATH,CUDNN"}, r"valid: \['MATH', 'CUDNN', 'TRITON'\]"),
+    ({"attention_backend": " "}, r"valid: \['MATH', 'CUDNN', 'TRITON'\]"),
+    ({"attention_backend": None}, r"attention_backend must be a string, one of \['MATH', 'CUDNN', 'TRITON'\], got NoneType"),
 ])
 def test_invalid_values_raise_spec_error_listing_valid_values(kwargs, match):
     with pytest.raises(aotirt.SpecError, match=match) as info:
@@ -207,10 +205,12 @@ def test_attention_backend_values_are_accepted_on_linux_cuda_and_recorded(given,
 
 def test_attention_backend_defaults_to_math():
     assert aotirt.CompileOptions().attention_backend == specs.DEFAULT_ATTENTION_BACKEND == "MATH"
-    assert specs.VALID_ATTENTION_BACKENDS == ("MATH", "CUDNN")
-    # MATH is accepted on every platform
+    assert specs.VALID_ATTENTION_BACKENDS == ("MATH", "CUDNN", "TRITON")
+    # MATH and TRITON (no shim: the kernel is in the package) are accepted on every platform
     aotirt.CompileOptions(platform="windows", attention_backend="MATH")
     aotirt.CompileOptions(target="rocm", attention_backend="math")
+    assert aotirt.CompileOptions(platform="windows", attention_backend=" triton").attention_backend == "TRITON"
+    assert aotirt.CompileOptions(target="rocm", attention_backend="Triton").platform_key() == "rocm"
 
 
 def test_attention_cudnn_on_linux_with_a_detected_rocm_target_is_refused_at_lowering(monkeypatch):
@@ -235,7 +235,7 @@ def test_attention_backend_in_inductor_configs_is_validated_and_overrides():
     out = aotirt.inductor_options(aotirt.CompileOptions(), {"attention_backend": "cudnn"}, target="cuda")
     assert out["aot_inductor.metadata"]["aotirt_attention_backend"] == "CUDNN" and "attention_backend" not in out
     assert specs.effective_options(None, {"attention_backend": "cudnn"}).attention_backend == "CUDNN"
-    with pytest.raises(aotirt.SpecError, match=r"valid: \['MATH', 'CUDNN'\]"):
+    with pytest.raises(aotirt.SpecError, match=r"valid: \['MATH', 'CUDNN', 'TRITON'\]"):
         aotirt.inductor_options(aotirt.CompileOptions(), {"attention_backend": "FLASH"}, target="cuda")
     with pytest.raises(aotirt.UnsupportedPlatformError, match="use attention_backend='MATH'"):
         aotirt.inductor_options(aotirt.CompileOptions(target="rocm"), {"attention_backend": "CUDNN"})
@@ -357,10 +357,9 @@ def test_compile_specs_parse_to_options(specs_, expected):
     ([Spec("platform", b"windows"), Spec("max_autotune_gemm_backends", b"ATEN")], aotirt.UnsupportedPlatformError,
      "windows_cuda"),
     ([Spec("target", b"rocm"), Spec("max_autotune", b"OFF")], aotirt.UnsupportedPlatformError, "max_autotune=OFF"),
-    ([Spec("attention_backend", b"FLASH")], aotirt.SpecError, r"'FLASH' is not valid; valid: \['MATH', 'CUDNN'\]"),
-    ([Spec("attention_backend", b"TRITON")], aotirt.SpecError, "planned but not built"),
+    ([Spec("attention_backend", b"FLASH")], aotirt.SpecError, r"'FLASH' is not valid; valid: \['MATH', 'CUDNN', 'TRITON'\]"),
     ([Spec("platform", b"windows"), Spec("attention_backend", b"CUDNN")], aotirt.UnsupportedPlatformError,
-     r"windows_cuda: attention_backend='CUDNN'.*use attention_backend='MATH'"),
+     r"windows_cuda: attention_backend='CUDNN'.*use attention_backend='MATH'.*or 'TRITON'"),
     ([Spec("target", b"rocm"), Spec("attention_backend", b"cudnn")], aotirt.UnsupportedPlatformError,
      r"rocm: attention_backend='CUDNN'.*use attention_backend='MATH'"),
     ([Spec("max_autotune_conv_backends", b"CUTLASS")], aotirt.SpecError,

@@ -1,6 +1,6 @@
 """Attention end to end (issue 13): models with scaled_dot_product_attention lowered with attention_backend CUDNN
 call the SDPA shims (cuDNN underneath), match eager, replay under a whole-model CUDA graph; lowered with MATH they
-call none. A causal decoder block (GQA, bf16, T=1024), a ViT-like encoder block (fp16, no mask) and a block with an
+call none; lowered with TRITON they run our Triton kernel (aotirt.triton_attention) compiled into the package. A causal decoder block (GQA, bf16, T=1024), a ViT-like encoder block (fp16, no mask) and a block with an
 additive padding mask (bf16).
 
 First passed on the H200 at 995cda4 (attention) and 54a3493 (convolution): tests/gpu/LAST_RUN.md."""
@@ -64,7 +64,7 @@ def _wrapper_source(path):
 
 
 @requires_gpu
-@pytest.mark.parametrize("backend", ["CUDNN", "MATH"])
+@pytest.mark.parametrize("backend", ["CUDNN", "MATH", "TRITON"])
 @pytest.mark.parametrize("case", ["decoder_gqa_causal", "vit_encoder", "padding_mask"])
 def test_attention_models_match_eager(case, backend):
     import aotirt
@@ -78,7 +78,9 @@ def test_attention_models_match_eager(case, backend):
     if backend == "CUDNN":
         assert called, "attention_backend=CUDNN but the generated code calls no SDPA shim"
     else:
-        assert not called, f"attention_backend=MATH but the generated code calls {called}"
+        assert not called, f"attention_backend={backend} but the generated code calls {called}"
+    # TRITON: our kernel (triton_attention.sdpa_fwd) is among the wrapper's kernels; MATH: it is not
+    assert ("sdpa_fwd" in src) == (backend == "TRITON"), f"attention_backend={backend}: sdpa_fwd in wrapper is wrong"
     runner = aotirt.load(path)
     for seed in (1, 2, 3):
         xs = inputs(case, seed)
@@ -90,12 +92,13 @@ def test_attention_models_match_eager(case, backend):
 
 
 @requires_gpu
-def test_cudnn_attention_under_a_whole_model_graph():
+@pytest.mark.parametrize("backend", ["CUDNN", "TRITON"])
+def test_fused_attention_under_a_whole_model_graph(backend):
     import aotirt
     factory, dt, _, _ = CASES["decoder_gqa_causal"]
     torch.manual_seed(0)
-    opts = aotirt.CompileOptions(max_autotune=False, attention_backend="CUDNN")
-    model, path = compiled("attn_decoder_gqa_causal_CUDNN", lambda: factory().to("cuda", dt).eval(),
+    opts = aotirt.CompileOptions(max_autotune=False, attention_backend=backend)
+    model, path = compiled(f"attn_decoder_gqa_causal_{backend}", lambda: factory().to("cuda", dt).eval(),
                            inputs("decoder_gqa_causal", 0), options=opts)
     captured = aotirt.capture(aotirt.load(path), *inputs("decoder_gqa_causal", 0))
     for seed in (4, 5):

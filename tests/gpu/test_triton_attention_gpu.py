@@ -1,0 +1,168 @@
+"""attention_backend TRITON's kernel (aotirt.triton_attention, issue 13 item 3) run eagerly on the GPU against a
+float64 reference of torch's SDPA semantics: >= 300 random cases over batch, query and key/value heads (GQA and a
+single shared key head), query and key lengths from 1 to 8192 (top-left causal also when Lq != Lk), head dims
+16..256 including 80/96 and value head dims unlike the query's, boolean and additive masks broadcast over
+batch/heads/queries (rows with nothing to attend give 0, as torch's _safe_softmax), custom scales, float16/bfloat16/
+float32, and the layouts Inductor passes (contiguous, [B, T, H, D] transposed, slices of a fused qkv projection).
+The reference itself is checked against torch.nn.functional.scaled_dot_product_attention on cases without empty
+rows; every kernel config the autotuner may pick runs on a few cases. End to end (lowering, graphs) is in
+test_e2e_attention_gpu.py."""
+import math
+import os
+import random
+
+import pytest
+
+from conftest import HAVE_CUDA, requires_gpu
+
+pytestmark = requires_gpu
+CASES = int(os.environ.get("AOTIRT_ATTENTION_CASES", "300"))
+# against float64: the kernel rounds P to the input dtype before P @ V, as flash attention does
+TOL = {"float16": (4e-3, 4e-3), "bfloat16": (2.5e-2, 2.5e-2), "float32": (2e-5, 2e-5)}
+
+if HAVE_CUDA:
+    import torch
+    import torch.nn.functional as F
+    from aotirt import triton_attention as ta
+
+
+def reference(q, k, v, mask, causal, scale, gqa):
+    """float64 SDPA with torch's semantics; rows with no key to attend are 0."""
+    q, k, v = q.double(), k.double(), v.double()
+    H, Hkv, Lq, Lk = q.shape[1], k.shape[1], q.shape[2], k.shape[2]
+    if Hkv != H:
+        k, v = k.repeat_interleave(H // Hkv, 1), v.repeat_interleave(H // Hkv, 1)
+    s = (q @ k.transpose(-1, -2)) * (1 / math.sqrt(q.shape[-1]) if scale is None else scale)
+    allowed = torch.ones(Lq, Lk, dtype=torch.bool, device=q.device)
+    if causal:
+        allowed = torch.tril(allowed)
+    allowed = allowed.expand_as(s)
+    if mask is not None and mask.dtype == torch.bool:
+        allowed = allowed & mask.expand_as(s)
+    elif mask is not None:
+        s = s + mask.double()
+    s = s.masked_fill(~allowed, float("-inf"))
+    empty = torch.isneginf(s).all(-1, keepdim=True)
+    p = torch.softmax(s.masked_fill(empty, 0.0), -1).masked_fill(empty, 0.0)
+    return p @ v.double()
+
+
+def _layout(x, kind):
+    """x [B, H, T, D] in the layouts Inductor passes: contiguous, [B, T, H, D] in memory, a slice of a wider row."""
+    B, H, T, D = x.shape
+    if kind == "contiguous":
+        return x.contiguous()
+    if kind == "bthd":
+        return x.transpose(1, 2).contiguous().transpose(1, 2)
+    wide = torch.empty(B, T, H, 3 * D, dtype=x.dtype, device=x.device)  # a fused projection's slice
+    wide[..., D:2 * D] = x.transpose(1, 2)
+    return wide[..., D:2 * D].transpose(1, 2)
+
+
+def random_case(rng, i):
+    dtype = [torch.bfloat16, torch.float16, torch.float32][0 if i % 3 == 0 else (1 if i % 3 == 1 else 2)]
+    d = rng.choice([16, 32, 64, 64, 80, 96, 128, 128, 256])
+    dv = d if rng.random() < 0.85 else rng.choice([32, 64, 128])
+    hkv = rng.choice([1, 1, 2, 4])
+    h = hkv * rng.choice([1, 2, 4])
+    b = rng.choice([1, 2, 3])
+    big = rng.random() < 0.06
+    lq = rng.choice([1, 1, 7, 64, 128, 200, 513]) if not big else rng.choice([2048, 8192])
+    lk = lq if rng.random() < 0.6 else rng.choice([1, 5, 64, 129, 700, 1024])
+    if big:
+        b, h, hkv = 1, 2, rng.choice([1, 2])
+    causal = rng.random() < 0.4
+    mask_kind = rng.choice(["none", "none", "bool", "additive"])
+    shape = rng.choice([(lq, lk), (b, 1, 1, lk), (b, h, lq, lk), (1, h, 1, lk), (lk,)])
+    scale = None if rng.random() < 0.7 else rng.uniform(0.05, 0.5)
+    layout = rng.choice(["contiguous", "bthd", "slice"])
+    return dict(dtype=dtype, b=b, h=h, hkv=hkv, lq=lq, lk=lk, d=d, dv=dv, causal=causal, mask=mask_kind,
+                mask_shape=shape, scale=scale, layout=layout)
+
+
+def tensors(c, seed):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    dt = c["dtype"]
+    q = torch.randn(c["b"], c["h"], c["lq"], c["d"], device="cuda", dtype=dt, generator=g)
+    k = torch.randn(c["b"], c["hkv"], c["lk"], c["d"], device="cuda", dtype=dt, generator=g)
+    v = torch.randn(c["b"], c["hkv"], c["lk"], c["dv"], device="cuda", dtype=dt, generator=g)
+    q, k, v = (_layout(x, c["layout"]) for x in (q, k, v))
+    mask = None
+    if c["mask"] == "bool":
+        mask = torch.rand(c["mask_shape"], device="cuda", generator=g) < 0.75
+    elif c["mask"] == "additive":
+        m = torch.randn(c["mask_shape"], device="cuda", generator=g).to(dt)
+        mask = m.masked_fill(torch.rand(c["mask_shape"], device="cuda", generator=g) < 0.2, float("-inf"))
+    return q, k, v, mask
+
+
+def check(c, seed, config=None):
+    q, k, v, mask = tensors(c, seed)
+    gqa = c["h"] != c["hkv"]
+    got = ta.run(q, k, v, mask, c["causal"], c["scale"], gqa, config=config)
+    want = reference(q, k, v, mask, c["causal"], c["scale"], gqa)
+    assert got.shape == want.shape and got.dtype == q.dtype and got.is_contiguous()
+    atol, rtol = TOL[str(c["dtype"]).split(".")[-1]]
+    torch.testing.assert_close(got.double(), want, atol=atol, rtol=rtol, msg=lambda m: f"{c} config {config}: {m}")
+    return q, k, v, mask, got
+
+
+def test_random_cases_match_sdpa_semantics():
+    prev = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision("highest")  # float32: IEEE products
+    try:
+        rng = random.Random(1234)
+        kinds = set()
+        for i in range(CASES):
+            c = random_case(rng, i)
+            kinds.add((c["mask"], c["causal"], c["dtype"]))
+            check(c, i)
+        assert len(kinds) >= 18  # every mask kind x causal x dtype was drawn
+    finally:
+        torch.set_float32_matmul_precision(prev)
+
+
+def test_reference_agrees_with_torch_sdpa():
+    """So the random cases test torch's semantics, not only ours: where no row is empty, the float64 reference and
+    torch's own SDPA (math, float32) agree, causal with Lq != Lk included."""
+    rng = random.Random(7)
+    for i in range(40):
+        c = random_case(rng, i)
+        c.update(dtype=torch.float32, mask="none" if c["mask"] == "bool" else c["mask"])
+        if c["lq"] * c["lk"] > 2 ** 22:
+            continue
+        q, k, v, mask = tensors(c, i)
+        if mask is not None:
+            mask = mask.clamp_min(-1e4)  # no -inf: no empty rows
+        with torch.nn.attention.sdpa_kernel([torch.nn.attention.SDPBackend.MATH]):
+            want = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=c["causal"], scale=c["scale"],
+                                                  enable_gqa=c["h"] != c["hkv"])
+        torch.testing.assert_close(reference(q, k, v, mask, c["causal"], c["scale"], c["h"] != c["hkv"]).float(),
+                                   want, atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("d", [64, 128, 256])
+def test_every_config_the_autotuner_may_pick_is_right(d):
+    rng = random.Random(d)
+    for elem, dtype in ((2, torch.bfloat16), (4, torch.float32)):
+        for config in ta.config_candidates(ta._next_pow2(d), ta._next_pow2(d), elem):
+            for causal, mask in ((True, "none"), (False, "additive"), (False, "bool")):
+                lq, lk = rng.choice([77, 300]), rng.choice([77, 190])
+                c = dict(dtype=dtype, b=2, h=4, hkv=2, lq=lq, lk=lk, d=d, dv=d, causal=causal, mask=mask,
+                         mask_shape=(2, 1, lq, lk), scale=None, layout="bthd")
+                check(c, 11, config=config)
+
+
+def test_rows_with_nothing_to_attend_are_zero_and_bad_inputs_are_refused():
+    q = torch.randn(1, 2, 4, 64, device="cuda", dtype=torch.bfloat16)
+    mask = torch.ones(1, 1, 4, 4, dtype=torch.bool, device="cuda")
+    mask[..., 2, :] = False  # query 2 may attend nothing
+    out = ta.run(q, q, q, mask)
+    assert torch.all(out[:, :, 2] == 0) and torch.isfinite(out).all()
+    with pytest.raises(RuntimeError, match="need enable_gqa=True"):
+        ta.run(q, q[:, :1].expand(1, 3, 4, 64).contiguous(), q[:, :1].expand(1, 3, 4, 64).contiguous())
+    with pytest.raises(RuntimeError, match="head dims up to 256"):
+        x = torch.randn(1, 1, 4, 320, device="cuda", dtype=torch.bfloat16)
+        ta.run(x, x, x)
+    with pytest.raises(RuntimeError, match="one dtype"):
+        ta.run(q, q.float(), q)
