@@ -57,11 +57,13 @@ def _kernels():
     import triton
     import triton.language as tl
 
-    @triton.jit
+    # Lengths and head counts vary per call site; specializing on them (divisible by 16, == 1) would only multiply
+    # the compiled variants.
+    @triton.jit(do_not_specialize=["H", "G", "Lq", "Lk"])
     def sdpa_fwd(Q, K, V, O, M,
                  sqb, sqh, sqm, sqd, skb, skh, skn, skd, svb, svh, svn, svd, sob, soh, som, sod,
                  smb, smh, smm, smn,
-                 H, G, Lq, Lk, qk_scale,
+                 H, G, Lq, Lk, qk_scale: tl.float32,  # typed: Inductor would pass a Python float as fp64
                  D: tl.constexpr, DV: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_DV: tl.constexpr,
                  MASK_KIND: tl.constexpr, CAUSAL: tl.constexpr, IEEE: tl.constexpr,
                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
