@@ -63,10 +63,11 @@ def _kernels():
     def sdpa_fwd(Q, K, V, O, M,
                  sqb, sqh, sqm, sqd, skb, skh, skn, skd, svb, svh, svn, svd, sob, soh, som, sod,
                  smb, smh, smm, smn,
-                 H, G, Lq, Lk, qk_scale: tl.float32,  # typed: Inductor would pass a Python float as fp64
+                 H, G, Lq, Lk, qk_scale,
                  D: tl.constexpr, DV: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_DV: tl.constexpr,
                  MASK_KIND: tl.constexpr, CAUSAL: tl.constexpr, IEEE: tl.constexpr,
                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+        qk_scale = qk_scale.to(tl.float32)  # Inductor's launcher types a Python float fp64 whatever the annotation
         pid = tl.program_id(0)
         num_m = tl.cdiv(Lq, BLOCK_M)
         pid_m = pid % num_m

@@ -149,7 +149,8 @@ def test_reference_agrees_with_torch_sdpa():
     rng = random.Random(7)
     for i in range(40):
         c = random_case(rng, i)
-        c.update(dtype=torch.float32, mask="none" if c["mask"] == "bool" else c["mask"])
+        # torch refuses a mask together with is_causal; bool masks can leave rows empty
+        c.update(dtype=torch.float32, mask="none" if c["mask"] == "bool" or c["causal"] else c["mask"])
         if c["lq"] * c["lk"] > 2 ** 22:
             continue
         q, k, v, mask = tensors(c, i)
