@@ -9,20 +9,22 @@ from typing import Callable
 
 import model_bench
 from model_bench.cuda import CudaBench
-from model_bench.models import MODELS
+from model_bench.models import DEFAULT_MODELS, MODELS
 from model_bench.report import markdown, plot, targets
 from model_bench.run import load_existing, out_paths, precompile, run_benchmark
-from model_bench.variants import DEFAULT_VARIANTS, VARIANTS
+from model_bench.variants import DEFAULT_VARIANTS, LOWERING_VARIANTS, VARIANTS
 
 from cliflags import Flags
 
 
-def _csv(valid: tuple, default: tuple, what: str) -> Callable[[str], tuple]:
+def _csv(valid: tuple, default: tuple, what: str, groups: dict | None = None) -> Callable[[str], tuple]:
     def parse(text: str) -> tuple:
         if text.strip().lower() == "all":
             return tuple(valid)
         if text.strip().lower() == "default":
             return tuple(default)
+        if groups and text.strip().lower() in groups:
+            return tuple(groups[text.strip().lower()])
         items = [t.strip().lower() for t in text.split(",") if t.strip()]
         bad = [t for t in items if t not in valid]
         if bad or not items:
@@ -36,10 +38,11 @@ def _flags(default_out: str | None) -> Flags:
     f = Flags("benchmarks/models.py", model_bench.__doc__.split("\n\n")[0])
     f.string("out", default_out or os.path.join(os.getcwd(), "benchmarks", "results"),
              "directory for models.json/.md/.png, or the .json path itself")
-    f.define("models", MODELS, f"comma-separated subset of {','.join(MODELS)} (default: all)",
-             _csv(MODELS, MODELS, "model"), "list")
-    f.define("variants", DEFAULT_VARIANTS, f"comma-separated subset of {','.join(VARIANTS)}, 'default' or 'all'",
-             _csv(VARIANTS, DEFAULT_VARIANTS, "variant"), "list")
+    f.define("models", DEFAULT_MODELS, f"comma-separated subset of {','.join(MODELS)}, 'default' "
+             f"({','.join(DEFAULT_MODELS)}) or 'all'", _csv(MODELS, DEFAULT_MODELS, "model"), "list")
+    f.define("variants", DEFAULT_VARIANTS, f"comma-separated subset of {','.join(VARIANTS)}, 'default', 'lowerings' "
+             f"(issue 13's attention/convolution comparison: {','.join(LOWERING_VARIANTS)}) or 'all'",
+             _csv(VARIANTS, DEFAULT_VARIANTS, "variant", {"lowerings": LOWERING_VARIANTS}), "list")
     f.enum("graphs", "both", ("both", "off", "on"), "time without CUDA graphs, with them, or both (default)")
     f.boolean("quick", False, "fewer timed calls and AUTO rounds (a smoke run)")
     f.float("budget-s", 540.0, "total wall-time budget; steps that would not fit are recorded as skipped (default "

@@ -20,7 +20,8 @@ from torch import nn
 from model_bench import models as bench_models_defs
 from model_bench import variants as bench_variants
 from model_bench.models import build, config, example_inputs
-from model_bench.variants import AUTO_VARIANTS, FIXED, TORCH_COMPILE
+from model_bench.variants import (AUTO_VARIANTS, FIXED, TORCH_COMPILE, TORCH_COMPILE_DEFAULT, TORCH_COMPILES,
+                                 lowering)
 
 def _flat_tensors(out: Any) -> list:
     leaves, _ = torch.utils._pytree.tree_flatten(out)
@@ -191,76 +192,145 @@ class CudaBench:
             torch.cuda.empty_cache()
 
     # -- packages
-    def _package_path(self, ctx: ModelCtx, backends: str) -> str:
-        from aotirt import specs
-        opts = specs.inductor_options(specs.CompileOptions(max_autotune=True, max_autotune_gemm_backends=backends))
-        h = hashlib.sha256(repr(sorted((k, repr(v)) for k, v in opts.items())).encode()).hexdigest()[:8]
-        return os.path.join(ctx.cache_dir, f"{backends.replace(',', '_').lower()}-{h}.pt2")
-
-    def package(self, ctx: ModelCtx, backends: str) -> tuple:
-        """(path, compile seconds or 0.0 when reused from the cache)."""
+    @staticmethod
+    def _options(low: tuple):
+        """The aotirt.CompileOptions of a lowering (GEMM backends, attention_backend, conv backends)."""
         import aotirt
-        path = self._package_path(ctx, backends)
+        gemm, attention, conv = low
+        return aotirt.CompileOptions(max_autotune=True, max_autotune_gemm_backends=gemm, attention_backend=attention,
+                                     max_autotune_conv_backends=conv)
+
+    def _package_path(self, ctx: ModelCtx, low: tuple) -> str:
+        from aotirt import specs
+        opts = specs.inductor_options(self._options(low))
+        h = hashlib.sha256(repr(sorted((k, repr(v)) for k, v in opts.items())).encode()).hexdigest()[:8]
+        gemm, attention, conv = low
+        name = gemm.replace(",", "_").lower()
+        if (attention, conv) != ("MATH", "TRITON"):  # today's defaults keep the names of earlier caches
+            name += f"-attn_{attention.lower()}-conv_{conv.replace(',', '_').lower()}"
+        return os.path.join(ctx.cache_dir, f"{name}-{h}.pt2")
+
+    def package(self, ctx: ModelCtx, low: tuple) -> tuple:
+        """(path, compile seconds or 0.0 when reused from the cache) of the lowering `low` (variants.lowering)."""
+        import aotirt
+        path = self._package_path(ctx, low)
         if os.path.exists(path):
             self.say(f"{ctx.name}: reusing {os.path.basename(path)} from the cache")
             return path, 0.0
         tmp = f"{path[:-4]}.tmp{os.getpid()}.pt2"
         t0 = time.monotonic()
-        self.say(f"{ctx.name}: compiling {backends} (max_autotune) ...")
+        self.say(f"{ctx.name}: compiling {'/'.join(low)} (max_autotune) ...")
         try:
-            aotirt.compile(ctx.model, ctx.inputs, tmp, device=self.device,
-                           options=aotirt.CompileOptions(max_autotune=True, max_autotune_gemm_backends=backends))
+            aotirt.compile(ctx.model, ctx.inputs, tmp, device=self.device, options=self._options(low))
             os.replace(tmp, path)
         finally:
             if os.path.exists(tmp):
                 os.remove(tmp)
         dt = time.monotonic() - t0
-        self.say(f"{ctx.name}: compiled {backends} in {dt:.0f} s")
+        self.say(f"{ctx.name}: compiled {'/'.join(low)} in {dt:.0f} s")
         return path, dt
 
     def needs_compile(self, ctx: ModelCtx, variant: str) -> bool:
         if variant == "eager":
             return False
-        if variant in TORCH_COMPILE:
+        if variant in TORCH_COMPILES:
             return True  # in-process compile (Inductor's own caches may make it quick)
-        backends = list(FIXED.values()) if variant in AUTO_VARIANTS else [FIXED[variant]]
-        return any(not os.path.exists(self._package_path(ctx, b)) for b in backends)
+        return any(not os.path.exists(self._package_path(ctx, low)) for low in self._lowerings(variant))
+
+    @staticmethod
+    def _lowerings(variant: str) -> list:
+        """The packages an aotirt variant needs (AUTO: its three candidates)."""
+        if variant in AUTO_VARIANTS:
+            return [lowering(v) for v in FIXED]
+        low = lowering(variant)
+        if low is None:
+            raise ValueError(f"unknown variant {variant!r}")
+        return [low]
 
     def precompile(self, ctx: ModelCtx, variant: str) -> float:
         """Compiles what `variant` needs into the caches (no timing); returns the seconds spent."""
         t0 = time.monotonic()
-        if variant in TORCH_COMPILE:
+        if variant in TORCH_COMPILES:
             h = self.setup(ctx, variant)  # in-process; fills Inductor's on-disk caches for the measuring run
             del h
             torch._dynamo.reset()
-        elif variant in FIXED or variant in AUTO_VARIANTS:
-            for backends in (FIXED.values() if variant in AUTO_VARIANTS else [FIXED[variant]]):
-                self.package(ctx, backends)
+        elif variant != "eager":
+            for low in self._lowerings(variant):
+                self.package(ctx, low)
         return time.monotonic() - t0
 
     # -- variants
+    def _device_used(self) -> int | None:
+        """Device-wide used bytes (cudaMemGetInfo), after torch's cache is emptied; None off CUDA."""
+        if not self.device.startswith("cuda"):
+            return None
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+        free, total = torch.cuda.mem_get_info(self._index())
+        return total - free
+
     def setup(self, ctx: ModelCtx, variant: str) -> Handle:
+        """The variant ready to call, with the device memory in use before it (for its rows' device_mb)."""
+        base = self._device_used()
+        alloc = None
+        if base is not None:
+            torch.cuda.reset_peak_memory_stats(self._index())
+            alloc = torch.cuda.memory_allocated(self._index())
+        h = self._setup(ctx, variant)
+        h.info["_base_used"], h.info["_base_alloc"] = base, alloc
+        return h
+
+    def _memory(self, ctx: ModelCtx, h: Handle) -> dict:
+        """What the variant holds on the device after its calls: device_mb = device-wide used memory now minus before
+        its setup (ours: the package's own copy of the weights, the runtime's pool, kernel images, graphs; torch's
+        variants share the eager model's weights, so theirs is the caching allocator's growth after empty_cache, plus
+        compiled kernels' images); aotirt rows also give it less the weights (device_mb_less_weights), torch rows
+        torch's peak allocated above the inputs (torch_peak_mb)."""
+        base = h.info.get("_base_used")
+        if base is None:
+            return {}
+        torch.cuda.synchronize()
+        out = {"device_mb": round((self._device_used() - base) / 2**20, 1)}
+        if h.kind == "aotirt":
+            weights = sum(t.numel() * t.element_size() for t in list(ctx.model.parameters())
+                          + list(ctx.model.buffers()))
+            out["device_mb_less_weights"] = round(out["device_mb"] - weights / 2**20, 1)
+        else:
+            out["torch_peak_mb"] = round((torch.cuda.max_memory_allocated(self._index()) - h.info["_base_alloc"])
+                                         / 2**20, 1)
+        return out
+
+    def _setup(self, ctx: ModelCtx, variant: str) -> Handle:
         import aotirt
         if variant == "eager":
             return Handle(variant, ctx.model, "eager")
-        if variant in TORCH_COMPILE:
-            from aotirt import specs
-            opts = specs.inductor_options(specs.CompileOptions(
-                max_autotune=True, max_autotune_gemm_backends=TORCH_COMPILE[variant]))
-            opts = {k: v for k, v in opts.items() if not k.startswith("aot_inductor.")}
+        if variant in TORCH_COMPILES:
+            if variant == TORCH_COMPILE_DEFAULT:
+                # What a PyTorch user runs for speed: max_autotune with every other choice torch's own (GEMM backends
+                # ATEN,TRITON, SDPA dispatched to flash/cuDNN, convolutions on cuDNN or Triton); our CUDA graph
+                # around it in the graphs rows (mode="max-autotune"'s cudagraph trees would nest inside it).
+                opts, context, what = {"max_autotune": True}, contextlib.nullcontext, "torch defaults"
+            else:
+                from aotirt import specs
+                opts = specs.inductor_options(specs.CompileOptions(
+                    max_autotune=True, max_autotune_gemm_backends=TORCH_COMPILE[variant]))
+                opts = {k: v for k, v in opts.items() if not k.startswith("aot_inductor.")}
+                context, what = _sdpa_math, TORCH_COMPILE[variant]
             torch._dynamo.reset()  # a fresh compile per variant (same module object, other options)
             compiled = torch.compile(ctx.model, options=opts, fullgraph=True)
             t0 = time.monotonic()
-            self.say(f"{ctx.name}: torch.compile {TORCH_COMPILE[variant]} (max_autotune) ...")
-            with torch.no_grad(), _sdpa_math():
+            self.say(f"{ctx.name}: torch.compile {what} (max_autotune) ...")
+            with torch.no_grad(), context():
                 compiled(*ctx.inputs)
             dt = time.monotonic() - t0
             self.say(f"{ctx.name}: torch.compile done in {dt:.0f} s")
-            return Handle(variant, compiled, "torch_compile", _sdpa_math, {"compile_s": round(dt, 1)})
-        if variant in FIXED:
-            path, dt = self.package(ctx, FIXED[variant])
+            return Handle(variant, compiled, "torch_compile", context, {"compile_s": round(dt, 1)})
+        if lowering(variant) is not None:
+            low = lowering(variant)
+            path, dt = self.package(ctx, low)
             runner = aotirt.load(path, device=self._index())
             return Handle(variant, runner, "aotirt", info={"compile_s": round(dt, 1), "cached": dt == 0.0,
+                                                           "attention_backend": low[1], "conv_backends": low[2],
                                                            "package_mib": round(os.path.getsize(path) / 2**20, 1)},
                           runner=runner)
         if variant in AUTO_VARIANTS:
@@ -268,7 +338,7 @@ class CudaBench:
             compiled_s = []
 
             def compile_fn(model, example_inputs, package_path, *, options, **kw):
-                path, dt = self.package(ctx, options.max_autotune_gemm_backends)
+                path, dt = self.package(ctx, (options.max_autotune_gemm_backends, "MATH", "TRITON"))
                 compiled_s.append(dt)
                 return path
 
@@ -361,5 +431,6 @@ class CudaBench:
                     row["profile"] = profile_calls(fn)
                 except Exception as e:  # noqa: BLE001
                     row["profile_error"] = f"{type(e).__name__}: {str(e)[:300]}"
+        row.update(self._memory(ctx, h))
         row.update({k: v for k, v in h.info.items() if not k.startswith("_")})
         return row

@@ -16,16 +16,28 @@ GEMMA = dict(num_blocks=4, width=1024, heads=8, kv_heads=1, head_dim=256, mlp=40
 PI05 = dict(vision=dict(SIGLIP), patch_dim=588, expert=dict(num_blocks=4, width=1024, heads=8, kv_heads=1,
                                                              head_dim=256, mlp=4096),
             horizon=50, action_dim=32, state_dim=32, steps=10)
+# Issue 13's rows: a GPT-2-like decoder at T=2048 and T=128 (4 layers, width 512, B=2), a ViT-B/16-like encoder
+# (12 layers, width 768, 224x224 images, B=8) and a ResNet-50-like CNN (bottlenecks 3-4-6-3, 224x224, B=16).
+GPT2 = dict(num_blocks=4, width=512, heads=8, mlp=2048, tokens=2048, batch=2)
+GPT2_T128 = dict(GPT2, tokens=128)
+VIT_B16 = dict(num_blocks=12, width=768, heads=12, mlp=3072, image=224, patch=16, batch=8)
+RESNET50 = dict(layers=[3, 4, 6, 3], base=64, image=224, classes=1000, batch=16)
 # Tiny sizes of the same structures: CPU tests and smoke runs.
 TINY = {
+    "gpt2": dict(num_blocks=2, width=64, heads=4, mlp=96, tokens=16, batch=2),
+    "gpt2_t128": dict(num_blocks=2, width=64, heads=4, mlp=96, tokens=8, batch=2),
+    "vit_b16": dict(num_blocks=2, width=64, heads=4, mlp=96, image=32, patch=8, batch=2),
+    "resnet50": dict(layers=[1, 1], base=8, image=32, classes=10, batch=2),
     "siglip": dict(num_blocks=2, width=64, heads=4, mlp=96, tokens=16),
     "gemma": dict(num_blocks=2, width=64, heads=4, kv_heads=1, head_dim=16, mlp=96, tokens=8),
     "pi05": dict(vision=dict(num_blocks=1, width=48, heads=4, mlp=64, tokens=12), patch_dim=27,
                  expert=dict(num_blocks=2, width=64, heads=4, kv_heads=1, head_dim=16, mlp=96),
                  horizon=5, action_dim=6, state_dim=7, steps=10),
 }
-FULL = {"siglip": SIGLIP, "gemma": GEMMA, "pi05": PI05}
+FULL = {"siglip": SIGLIP, "gemma": GEMMA, "pi05": PI05, "gpt2": GPT2, "gpt2_t128": GPT2_T128, "vit_b16": VIT_B16,
+        "resnet50": RESNET50}
 MODELS = tuple(FULL)
+DEFAULT_MODELS = ("siglip", "gemma", "pi05")  # --models default (the runs recorded so far); "all" adds issue 13's
 
 
 class RMSNorm(nn.Module):
@@ -201,6 +213,106 @@ class Pi05Like(nn.Module):
         return x
 
 
+class Block(nn.Module):
+    """Pre-LayerNorm transformer block (GPT-2 / ViT): x + proj(SDPA(qkv(LN(x)))), then x + fc2(gelu(fc1(LN(x))))."""
+
+    def __init__(self, width: int, heads: int, mlp: int, causal: bool):
+        super().__init__()
+        self.heads, self.causal = heads, causal
+        self.ln_1, self.ln_2 = nn.LayerNorm(width), nn.LayerNorm(width)
+        self.qkv = nn.Linear(width, 3 * width)
+        self.proj = nn.Linear(width, width)
+        self.fc1, self.fc2 = nn.Linear(width, mlp), nn.Linear(mlp, width)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, t, w = x.shape
+        q, k, v = self.qkv(self.ln_1(x)).view(b, t, 3, self.heads, w // self.heads).permute(2, 0, 3, 1, 4)
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=self.causal)
+        x = x + self.proj(y.transpose(1, 2).reshape(b, t, w))
+        return x + self.fc2(F.gelu(self.fc1(self.ln_2(x)), approximate="tanh"))
+
+
+class GPT2Like(nn.Module):
+    """Input (batch, tokens, width) embeddings -> (batch, tokens, width); causal, learned positions."""
+
+    def __init__(self, num_blocks: int, width: int, heads: int, mlp: int, tokens: int, batch: int = 1):
+        super().__init__()
+        self.width, self.tokens, self.batch = width, tokens, batch
+        self.pos = nn.Parameter(torch.zeros(tokens, width))
+        self.blocks = nn.ModuleList([Block(width, heads, mlp, causal=True) for _ in range(num_blocks)])
+        self.ln_f = nn.LayerNorm(width)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x + self.pos
+        for block in self.blocks:
+            x = block(x)
+        return self.ln_f(x)
+
+
+class ViTLike(nn.Module):
+    """Images (batch, 3, image, image) -> (batch, 1 + patches, width): conv patch embedding, class token, learned
+    positions, bidirectional blocks."""
+
+    def __init__(self, num_blocks: int, width: int, heads: int, mlp: int, image: int, patch: int, batch: int = 1):
+        super().__init__()
+        self.width, self.image, self.batch = width, image, batch
+        self.tokens = 1 + (image // patch) ** 2
+        self.patch_embed = nn.Conv2d(3, width, patch, stride=patch)
+        self.cls = nn.Parameter(torch.zeros(1, 1, width))
+        self.pos = nn.Parameter(torch.zeros(self.tokens, width))
+        self.blocks = nn.ModuleList([Block(width, heads, mlp, causal=False) for _ in range(num_blocks)])
+        self.norm = nn.LayerNorm(width)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.patch_embed(x).flatten(2).transpose(1, 2)
+        x = torch.cat([self.cls.expand(x.shape[0], -1, -1), x], dim=1) + self.pos
+        for block in self.blocks:
+            x = block(x)
+        return self.norm(x)
+
+
+class Bottleneck(nn.Module):
+    """ResNet-50's bottleneck: 1x1 -> 3x3 (stride) -> 1x1 (x4), BatchNorm after each, projection shortcut."""
+
+    def __init__(self, cin: int, mid: int, stride: int):
+        super().__init__()
+        cout = 4 * mid
+        self.conv1, self.bn1 = nn.Conv2d(cin, mid, 1, bias=False), nn.BatchNorm2d(mid)
+        self.conv2, self.bn2 = nn.Conv2d(mid, mid, 3, stride, 1, bias=False), nn.BatchNorm2d(mid)
+        self.conv3, self.bn3 = nn.Conv2d(mid, cout, 1, bias=False), nn.BatchNorm2d(cout)
+        self.down = None
+        if stride != 1 or cin != cout:
+            self.down = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = F.relu(self.bn1(self.conv1(x)))
+        y = F.relu(self.bn2(self.conv2(y)))
+        y = self.bn3(self.conv3(y))
+        return F.relu(y + (x if self.down is None else self.down(x)))
+
+
+class ResNetLike(nn.Module):
+    """Images (batch, 3, image, image) -> logits (batch, classes): 7x7/2 stem, max pool, bottleneck stages, mean pool."""
+
+    def __init__(self, layers: list, base: int, image: int, classes: int, batch: int = 1):
+        super().__init__()
+        self.image, self.batch, self.classes = image, batch, classes
+        self.stem = nn.Conv2d(3, base, 7, 2, 3, bias=False)
+        self.bn = nn.BatchNorm2d(base)
+        blocks, cin = [], base
+        for i, n in enumerate(layers):
+            mid = base * 2 ** i
+            for j in range(n):
+                blocks.append(Bottleneck(cin, mid, 2 if j == 0 and i > 0 else 1))
+                cin = 4 * mid
+        self.blocks = nn.Sequential(*blocks)
+        self.fc = nn.Linear(cin, classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = F.max_pool2d(F.relu(self.bn(self.stem(x))), 3, 2, 1)
+        return self.fc(self.blocks(x).mean((2, 3)))
+
+
 def _init_(model: nn.Module, seed: int) -> nn.Module:
     """Deterministic random weights that keep activations O(1): linears N(0, 0.02), norms near identity."""
     gen = torch.Generator().manual_seed(seed)
@@ -216,6 +328,23 @@ def _init_(model: nn.Module, seed: int) -> nn.Module:
                 mod.bias.copy_(rnd(mod.bias, 0.02))
             elif isinstance(mod, RMSNorm):
                 mod.weight.copy_(rnd(mod.weight, 0.02))
+            elif isinstance(mod, nn.Conv2d):  # He-normal: keeps a ReLU network's activations O(1)
+                fan_in = mod.weight[0].numel()
+                mod.weight.copy_(rnd(mod.weight, math.sqrt(2.0 / fan_in)))
+                if mod.bias is not None:
+                    mod.bias.copy_(rnd(mod.bias, 0.02))
+            elif isinstance(mod, nn.BatchNorm2d):  # eval-mode statistics that are not the identity
+                mod.weight.copy_(1.0 + rnd(mod.weight, 0.1))
+                mod.bias.copy_(rnd(mod.bias, 0.1))
+                mod.running_mean.copy_(rnd(mod.running_mean, 0.1))
+                mod.running_var.copy_(1.0 + rnd(mod.running_var, 0.1).abs())
+        for mod in model.modules():
+            if isinstance(mod, Bottleneck):  # the residual branch starts small (as zero-init-residual does)
+                mod.bn3.weight.mul_(0.2)
+            if isinstance(mod, (GPT2Like, ViTLike)):
+                mod.pos.copy_(rnd(mod.pos, 0.02))
+            if isinstance(mod, ViTLike):
+                mod.cls.copy_(rnd(mod.cls, 0.02))
         if isinstance(model, Pi05Like):
             model.pos_embed.copy_(rnd(model.pos_embed, 0.02))
     return model.eval()
@@ -236,13 +365,23 @@ def build(name: str, tiny: bool = False, seed: int = 0, **overrides) -> nn.Modul
         return demo.siglip_like(cfg["num_blocks"], cfg["width"], cfg["heads"], cfg["mlp"], cfg["tokens"], seed=seed)
     if name == "gemma":
         return _init_(GemmaLike(**cfg), seed)
+    if name in ("gpt2", "gpt2_t128"):
+        return _init_(GPT2Like(**cfg), seed)
+    if name == "vit_b16":
+        return _init_(ViTLike(**cfg), seed)
+    if name == "resnet50":
+        return _init_(ResNetLike(**cfg), seed)
     return _init_(Pi05Like(**cfg), seed)
 
 
 def example_inputs(name: str, model: nn.Module, *, dtype: torch.dtype = torch.bfloat16, device: str = "cuda",
-                   batch: int = 1, seed: int = 0) -> tuple:
+                   batch: int | None = None, seed: int = 0) -> tuple:
+    """The model's inputs; batch defaults to the model's own (`batch` of its config; 1 where it has none)."""
     gen = torch.Generator().manual_seed(seed + 1)
-    if name == "pi05":
+    batch = batch or getattr(model, "batch", 1)
+    if name in ("vit_b16", "resnet50"):
+        xs = (torch.randn(batch, 3, model.image, model.image, generator=gen),)
+    elif name == "pi05":
         xs = (torch.randn(batch, model.patches, model.patch_dim, generator=gen),
               torch.randn(batch, model.state_dim, generator=gen),
               torch.randn(batch, model.horizon, model.action_dim, generator=gen))
@@ -251,7 +390,10 @@ def example_inputs(name: str, model: nn.Module, *, dtype: torch.dtype = torch.bf
     return tuple(x.to(device=device, dtype=dtype) for x in xs)
 
 
-def output_shape(name: str, model: nn.Module, batch: int = 1) -> tuple:
+def output_shape(name: str, model: nn.Module, batch: int | None = None) -> tuple:
+    batch = batch or getattr(model, "batch", 1)
+    if name == "resnet50":
+        return (batch, model.classes)
     if name == "pi05":
         return (batch, model.horizon, model.action_dim)
     return (batch, model.tokens, model.width)

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from model_bench.models import MODELS
-from model_bench.variants import FIXED, TORCH_COMPILE, VARIANTS
+from model_bench.variants import FIXED, OURS, TORCH_COMPILE, TORCH_COMPILE_DEFAULT, VARIANTS
 
 def _row(rows: list, model: str, variant: str, graphs: bool) -> dict:
     for r in rows:
@@ -77,6 +77,25 @@ def targets(rows: list) -> list:
             add("ATEN,TRITON >= 8% faster than TRITON (siglip)", m, graphs,
                 None if at is None or tr is None else 1.0 - at / tr, 0.08, "ge",
                 "speedup = 1 - aten_triton / triton", [("aotirt_aten_triton", graphs), ("aotirt_triton", graphs)])
+    for m in models:  # 5 (issue 13): with graphs, our best choice vs the faster of torch.compile and eager + graph
+        ours = {v: _ms(rows, m, v, True) for v in OURS}
+        ours = {v: x for v, x in ours.items() if x is not None}
+        peers = {v: _ms(rows, m, v, True) for v in ("eager", TORCH_COMPILE_DEFAULT)}
+        peers = {v: x for v, x in peers.items() if x is not None}
+        if not ours or TORCH_COMPILE_DEFAULT not in peers:
+            continue
+        bo, bp = min(ours, key=ours.get), min(peers, key=peers.get)
+        add("best aotirt <= 1.00 x faster of torch.compile(max-autotune) and eager (graphs)", m, True,
+            ours[bo] / peers[bp], 1.00, "le", f"{bo} {ours[bo]:.3f} ms / {bp} {peers[bp]:.3f} ms",
+            [(bo, True), (bp, True)])
+        # 6: device memory of that choice vs torch.compile's, both measured as device-wide growth (ours less its
+        # own copy of the weights, which torch's variants share with the eager model)
+        mo = _row(rows, m, bo, True).get("device_mb_less_weights")
+        mt = _row(rows, m, TORCH_COMPILE_DEFAULT, True).get("device_mb")
+        if mo is not None and mt:
+            add("memory of that choice <= 1.05 x torch.compile (graphs)", m, True, max(mo, 0.0) / mt, 1.05, "le",
+                f"{bo} {mo:.0f} MB (less weights) / {TORCH_COMPILE_DEFAULT} {mt:.0f} MB (device-wide growth)",
+                [(bo, True), (TORCH_COMPILE_DEFAULT, True)])
     return out
 
 
@@ -103,7 +122,7 @@ def markdown(result: dict) -> str:
             "; the notes column names each row's run, and a target whose rows come from different runs is n/a."
     models = sorted({r["model"] for r in rows}, key=lambda m: MODELS.index(m) if m in MODELS else 99)
     lines += ["| model | variant | ms (no graphs) | ms (graphs) | graphs / no | vs torch.compile (no graphs) | "
-              "mean abs diff | notes |", "|---|---|---|---|---|---|---|---|"]
+              "mean abs diff | device MB | notes |", "|---|---|---|---|---|---|---|---|---|"]
     for m in models:
         tc = _ms(rows, m, "torch_compile", False)
         variants = sorted({r["variant"] for r in rows if r["model"] == m},
@@ -124,9 +143,16 @@ def markdown(result: dict) -> str:
                 notes.insert(0, f"chose {auto_choice}")
             if label:
                 notes.insert(0, "/".join(sorted({label[r["run"]] for r in rs if r.get("run") in label})))
+            gr = _row(rows, m, v, True) or _row(rows, m, v, False)
+            mem_s = _f(gr.get("device_mb"), "{:.0f}")
+            if gr.get("device_mb_less_weights") is not None:
+                mem_s += f" ({gr['device_mb_less_weights']:.0f} less weights)"
+            elif gr.get("torch_peak_mb") is not None:
+                mem_s += f" (peak alloc {gr['torch_peak_mb']:.0f})"
             lines.append(f"| {m} | {v} | {_f(n)} | {_f(g)} | {_f(None if n is None or g is None else g / n, '{:.2f}')}"
                          f" | {_f(None if n is None or tc is None else n / tc, '{:.2f}x')} | "
-                         f"{_f(max(diffs) if diffs else None, '{:.2e}')} | {'; '.join(notes).replace('|', '/')} |")
+                         f"{_f(max(diffs) if diffs else None, '{:.2e}')} | {mem_s} | "
+                         f"{'; '.join(notes).replace('|', '/')} |")
     lines += ["", "| target | model | graphs | value | limit | met | detail |", "|---|---|---|---|---|---|---|"]
     for t in result.get("targets", []):
         met = {True: "**met**", False: "**missed**", None: "n/a"}[t["met"]]
@@ -148,8 +174,12 @@ def plot(result: dict, path: str) -> str:
     models = sorted({r["model"] for r in rows}, key=lambda m: MODELS.index(m) if m in MODELS else 99)
     if not models:
         return "plot skipped: no measured rows"
-    fig, axes = plt.subplots(1, len(models), figsize=(5.5 * len(models), 4.2), squeeze=False)
-    for ax, m in zip(axes[0], models):
+    cols = min(len(models), 4)
+    nrows = (len(models) + cols - 1) // cols
+    fig, axes = plt.subplots(nrows, cols, figsize=(5.5 * cols, 4.2 * nrows), squeeze=False)
+    for ax in axes.flat[len(models):]:
+        ax.set_visible(False)
+    for ax, m in zip(axes.flat, models):
         variants = sorted({r["variant"] for r in rows if r["model"] == m},
                           key=lambda v: VARIANTS.index(v) if v in VARIANTS else 99)
         xs = range(len(variants))

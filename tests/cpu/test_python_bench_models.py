@@ -69,6 +69,34 @@ def test_full_size_siglip_and_pi05_shapes():
     assert tuple(y.shape) == (1, 50, 32) == bm.output_shape("pi05", p)
 
 
+def test_full_size_issue13_models_match_their_namesakes():
+    with torch.device("meta"):
+        r = bm.ResNetLike(**bm.config("resnet50"))
+        v = bm.ViTLike(**bm.config("vit_b16"))
+        g = bm.GPT2Like(**bm.config("gpt2"))
+        assert tuple(r(torch.empty(16, 3, 224, 224)).shape) == (16, 1000) == bm.output_shape("resnet50", r)
+        assert tuple(v(torch.empty(8, 3, 224, 224)).shape) == (8, 197, 768) == bm.output_shape("vit_b16", v)
+        assert tuple(g(torch.empty(2, 2048, 512)).shape) == (2, 2048, 512) == bm.output_shape("gpt2", g)
+    count = lambda m: sum(p.numel() for p in m.parameters())  # noqa: E731
+    assert count(r) == 25_557_032  # torchvision's resnet50
+    assert count(v) == 86_567_656 - (768 * 1000 + 1000)  # torchvision's vit_b_16 without its classifier head
+    assert len(g.blocks) == 4 and g.blocks[0].heads == 8 and bm.config("gpt2_t128")["tokens"] == 128
+
+
+def test_gpt2_is_causal_and_vit_is_not():
+    g = bm.build("gpt2", tiny=True)
+    (x,) = bm.example_inputs("gpt2", g, dtype=torch.float32, device="cpu")
+    x2 = x.clone()
+    x2[:, -1] += 1.0
+    v = bm.build("vit_b16", tiny=True)
+    (im,) = bm.example_inputs("vit_b16", v, dtype=torch.float32, device="cpu")
+    im2 = im.clone()
+    im2[..., -8:, -8:] += 1.0  # the last patch only
+    with torch.no_grad():
+        torch.testing.assert_close(g(x2)[:, :-1], g(x)[:, :-1])
+        assert not torch.allclose(v(im2)[:, 0], v(im)[:, 0])  # the class token sees the last patch
+
+
 @pytest.mark.parametrize("name", bm.MODELS)
 def test_tiny_models_run_in_float32_with_the_right_shapes(name):
     m = bm.build(name, tiny=True)
@@ -191,7 +219,8 @@ def test_the_policy_step_exports_as_one_unrolled_graph():
 
 def test_defaults():
     a = bm.parse_args([], default_out="/x/results")
-    assert a.out == "/x/results" and a.models == bm.MODELS and a.variants == bm.DEFAULT_VARIANTS
+    assert a.out == "/x/results" and a.models == bm.DEFAULT_MODELS == ("siglip", "gemma", "pi05")
+    assert a.variants == bm.DEFAULT_VARIANTS
     assert a.graphs == "both" and not a.quick and a.budget_s == 540 and a.merge and a.auto_rounds == 3
     assert a.device == "cuda" and not a.tiny and not a.profile
     assert set(bm.DEFAULT_VARIANTS) >= {"eager", "torch_compile", "aotirt_triton", "aotirt_aten_triton",
@@ -207,10 +236,13 @@ def test_flags():
     assert bm.parse_args(["--variants", "all"]).variants == bm.VARIANTS
     assert bm.parse_args(["--variants", "default"]).variants == bm.DEFAULT_VARIANTS
     assert bm.parse_args(["--models", "ALL"]).models == bm.MODELS
+    assert set(bm.MODELS) >= {"gpt2", "gpt2_t128", "vit_b16", "resnet50"}
+    assert bm.parse_args(["--variants", "lowerings"]).variants == bm.LOWERING_VARIANTS
+    assert {"aotirt_aten_cudnn", "aotirt_aten_tattn", "torch_compile_max_autotune"} <= set(bm.LOWERING_VARIANTS)
 
 
 @pytest.mark.parametrize("argv,msg", [
-    (["--models", "llama"], "unknown model ['llama']; valid: siglip,gemma,pi05"),
+    (["--models", "llama"], "unknown model ['llama']; valid: siglip,gemma,pi05,gpt2,gpt2_t128,vit_b16,resnet50"),
     (["--variants", "aotirt_cutlass"], "unknown variant ['aotirt_cutlass']"),
     (["--models", ","], "unknown model"),
     (["--budget-s", "0"], "--budget-s must be > 0"),
@@ -232,6 +264,50 @@ def test_out_paths():
 def test_variant_backends():
     assert bm.gemm_backends("aotirt_aten_triton") == "ATEN,TRITON" and bm.gemm_backends("aotirt_auto") == "AUTO"
     assert bm.gemm_backends("torch_compile") == "TRITON" and bm.gemm_backends("eager") is None
+    assert bm.gemm_backends("torch_compile_max_autotune") == "ATEN,TRITON"
+    assert bm.lowering("aotirt_aten") == ("ATEN", "MATH", "TRITON")
+    assert bm.lowering("aotirt_aten_cudnn") == ("ATEN", "CUDNN", "ATEN")
+    assert bm.lowering("aotirt_aten_tattn") == ("ATEN", "TRITON", "ATEN")
+    assert bm.lowering("aotirt_auto") is None and bm.lowering("eager") is None
+    assert set(bm.OURS) == {v for v in bm.VARIANTS if v.startswith("aotirt_")}
+
+
+def test_every_lowering_is_valid_compile_options_and_gets_its_own_package(tmp_path):
+    import aotirt
+    args = argparse.Namespace(device="cpu", tiny=True, seed=0, cache_dir=str(tmp_path), quick=True)
+    be = bm.CudaBench(args, lambda m: None)
+    ctx = argparse.Namespace(cache_dir=str(tmp_path), name="gpt2")
+    paths = set()
+    for v in bm.VARIANTS:
+        low = bm.lowering(v)
+        if low is None:
+            continue
+        opts = be._options(low)
+        assert (opts.max_autotune_gemm_backends, opts.attention_backend, opts.max_autotune_conv_backends) == low
+        paths.add(be._package_path(ctx, low))
+    assert len(paths) == len(bm.FIXED) + len(bm.LOWERINGS)
+    # Today's defaults keep the cache names of earlier runs.
+    assert os.path.basename(be._package_path(ctx, ("ATEN", "MATH", "TRITON"))).startswith("aten-")
+    assert isinstance(be._options(("ATEN", "CUDNN", "ATEN")), aotirt.CompileOptions)
+
+
+def test_issue13_targets_compare_our_best_graph_row_with_the_faster_peer():
+    def row(m, v, ms, **kw):
+        return {"model": m, "variant": v, "graphs": True, "ms": ms, "run": "r", **kw}
+    rows = [row("gpt2", "eager", 1.2, device_mb=10.0), row("gpt2", "torch_compile_max_autotune", 1.0, device_mb=100.0),
+            row("gpt2", "aotirt_aten", 3.0, device_mb_less_weights=400.0),
+            row("gpt2", "aotirt_aten_cudnn", 0.9, device_mb_less_weights=50.0)]
+    t = {x["target"].split(" (")[0]: x for x in bm.targets(rows) if x["model"] == "gpt2"}
+    best = t["best aotirt <= 1.00 x faster of torch.compile(max-autotune) and eager"]
+    assert best["value"] == pytest.approx(0.9) and best["met"] is True
+    assert "aotirt_aten_cudnn" in best["detail"] and "torch_compile_max_autotune" in best["detail"]
+    mem = t["memory of that choice <= 1.05 x torch.compile"]
+    assert mem["value"] == pytest.approx(0.5) and mem["met"] is True
+    rows[3]["ms"] = 1.1
+    best = [x for x in bm.targets(rows) if x["target"].startswith("best aotirt")][0]
+    assert best["value"] == pytest.approx(1.1) and best["met"] is False
+    md = bm.markdown({"rows": rows, "targets": bm.targets(rows)})
+    assert "| device MB |" in md and "| - (50 less weights) |" in md
 
 
 # ------------------------------------------------------------------------------------- run loop (scripted)
@@ -465,9 +541,9 @@ def test_markdown_and_plot(tmp_path):
     res = {"meta": {"gpu": "Fake GPU", "torch": "t", "commit": "abc", "run": "now"}, "rows": rows,
            "targets": bm.targets(rows)}
     md = bm.markdown(res)
-    assert "| siglip | aotirt_triton | 0.500 | 0.250 | 0.50 | 0.50x | 2.00e-03 |  |" in md
+    assert "| siglip | aotirt_triton | 0.500 | 0.250 | 0.50 | 0.50x | 2.00e-03 | - |  |" in md
     assert "chose ATEN; no graphs: setup failed: x/y" in md
-    assert "| siglip | aotirt_aten | 0.700 | - | - | 0.70x | - | GEMM shim calls 28/call, 20 replayed |" in md
+    assert "| siglip | aotirt_aten | 0.700 | - | - | 0.70x | - | - | GEMM shim calls 28/call, 20 replayed |" in md
     assert "| aotirt <= 1.02 x torch.compile (no graphs) | siglip | off | 0.500 | 1.02 | **met** |" in md
     msg = bm.plot(res, str(tmp_path / "p.png"))
     try:
@@ -492,7 +568,7 @@ def test_rows_of_different_runs_are_labelled_and_never_meet_a_target_together():
            "runs": [{"run": "R1", "commit": "c1"}, {"run": "R2", "commit": "c2"}]}
     md = bm.markdown(res)
     assert "run 1 (R1, commit c1), run 2 (R2, commit c2)" in md
-    assert "| siglip | aotirt_aten_triton | 0.400 | 0.200 | 0.50 | 0.40x | - | run 2 |" in md
+    assert "| siglip | aotirt_aten_triton | 0.400 | 0.200 | 0.50 | 0.40x | - | - | run 2 |" in md
 
 
 # ------------------------------------------------------------------------------ the real backend, on CPU
