@@ -647,7 +647,9 @@ def child_compile(a) -> int:
     import aotirt
     from aotirt import tensorfile
     x = tensorfile.load(a.inputs, framework="torch")["0"].cuda()
-    opts = aotirt.CompileOptions(max_autotune=False)
+    # MATH attention as in the recorded runs (results/footprint.md): the platform default (CUDNN,TRITON) would also
+    # load cuDNN, whose footprint these runs did not measure
+    opts = aotirt.CompileOptions(max_autotune=False, attention_backend="MATH")
     kinds = [a.model] + (["mlp"] if a.model == "gpt2" else [])
     res = {"fallback_reason": ""}
     for kind in kinds:

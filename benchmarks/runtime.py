@@ -60,9 +60,12 @@ def main(argv=None):
     from aotirt import demo, specs
     model = demo.siglip_like(num_blocks=a.blocks).to("cuda", torch.bfloat16)
     (x,) = demo.example_inputs(model, dtype=torch.bfloat16)
-    opts = specs.inductor_options(specs.CompileOptions())
+    # the options of the recorded runs (Triton GEMMs, MATH SDPA on both sides), not today's platform defaults
+    copts = specs.CompileOptions(max_autotune_gemm_backends="TRITON", max_autotune_conv_backends="TRITON",
+                                 attention_backend="MATH")
+    opts = specs.inductor_options(copts)
     path = os.path.join(tempfile.mkdtemp(prefix="aotirt_bench_"), "demo.pt2")
-    aotirt.compile(model, (x,), path)
+    aotirt.compile(model, (x,), path, options=copts)
     runner = aotirt.load(path)
     tc_opts = {k: v for k, v in opts.items() if not k.startswith("aot_inductor.")}
     with torch.no_grad(), torch.nn.attention.sdpa_kernel([torch.nn.attention.SDPBackend.MATH]):

@@ -450,8 +450,9 @@ def parse_args(argv: list | None = None):
     f.boolean("quick", False, f"only the {len(QUICK)}-model subset {','.join(QUICK)} (of those --models selects)")
     f.enum("dtype", "fp32", DTYPES, "fp32 (default), bf16 (the bf16 subset) or both")
     f.define("replays", 30, "CUDA graph replays timed per model (median)", positive_int, "integer")
-    f.enum("attention_backend", "MATH", ("MATH", "CUDNN"), "how the packages lower SDPA (aotirt's attention_backend; "
-           "CUDNN: the cuDNN shims, Linux CUDA; refused at lowering for SDPA calls they cannot run, e.g. float32)")
+    f.enum("attention_backend", "DEFAULT", ("DEFAULT", "MATH", "CUDNN", "TRITON", "CUDNN,TRITON"),
+           "how the packages lower SDPA (aotirt's attention_backend; DEFAULT: the platform's, CUDNN,TRITON on Linux "
+           "CUDA; CUDNN alone is refused at lowering for SDPA calls the cuDNN shims cannot run, e.g. float32)")
     f.define("budget-s", 0.0, "end the whole zoo after this many seconds, recording what did not finish (0: no "
              "limit); the JSON and table are written either way", nonnegative_float, "float")
     f.boolean("export-only", False, "build + torch.export only, on the CPU (no GPU needed; no lower/run/time)")
@@ -617,15 +618,15 @@ def build_entry(torch, e: Entry, dtype: str, device: str) -> tuple:
     return model, cast_inputs(torch, e.inputs(torch), torch_dtype(torch, dtype), device)
 
 
-def default_compile(ep, inputs, package_path, attention_backend: str = "MATH"):
+def default_compile(ep, inputs, package_path, attention_backend: str = "DEFAULT"):
     import aotirt
     return aotirt.compile(ep, inputs, package_path, options=aotirt.CompileOptions(
-        max_autotune=False, attention_backend=attention_backend))
+        max_autotune=False, attention_backend=None if attention_backend == "DEFAULT" else attention_backend))
 
 
 def lower_one(key: str, e: Entry, dtype: str, work: str, device: str = "cuda", export_only: bool = False,
               compile_fn: Callable | None = None, progress: Callable[[dict], None] | None = None,
-              attention_backend: str = "MATH") -> dict:
+              attention_backend: str = "DEFAULT") -> dict:
     """The build, export and lower stages of one row, in this process. compile_fn(ep, inputs, package_path) defaults
     to aotirt.compile with max_autotune OFF and `attention_backend` (the CPU test passes a fake). progress(rec) after
     each stage."""

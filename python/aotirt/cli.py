@@ -1,8 +1,8 @@
 """The aotirt command line (absl): `python -m aotirt <command> [flags]`.
 
 Commands:
-  lower   --model=pkg.module:factory --package=out.pt2 [--max_autotune=ON|OFF] [--max_autotune_gemm_backends=TRITON]
-          [--attention_backend=MATH|CUDNN] [--float32_matmul_precision=highest|high] [--platform=linux|windows] [--target=cuda|rocm]
+  lower   --model=pkg.module:factory --package=out.pt2 [--max_autotune=ON|OFF] [--max_autotune_gemm_backends=ATEN]
+          [--max_autotune_conv_backends=ATEN] [--attention_backend=CUDNN,TRITON] [--float32_matmul_precision=highest|high] [--platform=linux|windows] [--target=cuda|rocm]
           [--shim_library_path=DIR] [--inputs=in.safetensors] [--device 0]: imports the factory, calls it, and
           compiles what it returns (a model with example_inputs(), or a (model, example_inputs) pair; --inputs
           overrides the example inputs) into a .pt2. Needs torch with CUDA and a GPU; logs progress while Inductor
@@ -51,12 +51,18 @@ flags.DEFINE_string("json", None, "bench: also write the timings as JSON here.")
 flags.DEFINE_string("model", None, "lower: pkg.module:factory returning a model (with example_inputs()) or a "
                     "(model, example_inputs) pair.")
 flags.DEFINE_string("max_autotune", "ON", "lower: ON or OFF (OFF: GEMMs go to cuBLAS shims, linux_cuda only).")
-flags.DEFINE_string("max_autotune_gemm_backends", specs.DEFAULT_GEMM_BACKENDS,
-                    f"lower: one of {list(specs.VALID_GEMM_BACKEND_VALUES)} (case, spaces and order do not matter).")
-flags.DEFINE_string("attention_backend", specs.DEFAULT_ATTENTION_BACKEND,
+flags.DEFINE_string("max_autotune_gemm_backends", None,
+                    f"lower: one of {list(specs.VALID_GEMM_BACKEND_VALUES)} (case, spaces and order do not matter); "
+                    f"default: the platform's (ATEN on linux_cuda, TRITON on windows_cuda and rocm).")
+flags.DEFINE_string("max_autotune_conv_backends", None,
+                    f"lower: one of {list(specs.VALID_CONV_BACKEND_VALUES)} (ATEN: the cuDNN convolution shim, "
+                    f"linux_cuda only); default: the platform's (ATEN on linux_cuda, TRITON elsewhere).")
+flags.DEFINE_string("attention_backend", None,
                     f"lower: how scaled_dot_product_attention is lowered, one of {list(specs.VALID_ATTENTION_BACKENDS)}"
                     f" (MATH: decomposed into matmuls + softmax; CUDNN: fused SDPA kernels through the attention "
-                    f"shims, linux_cuda only; case does not matter).")
+                    f"shims, linux_cuda only; TRITON: a Triton flash-attention kernel in the package; CUDNN,TRITON: "
+                    f"the shims where they take the call, else the Triton kernel; case does not matter); default: "
+                    f"the platform's (CUDNN,TRITON on linux_cuda, TRITON on windows_cuda, MATH on rocm).")
 flags.DEFINE_string("float32_matmul_precision", "highest", "lower: highest or high (TF32).")
 flags.DEFINE_string("platform", "linux", "lower: linux or windows.")
 flags.DEFINE_string("target", None, "lower: cuda or rocm (default: detected from the installed torch).")
@@ -93,6 +99,7 @@ def compile_options_from_flags() -> "specs.CompileOptions":
     return specs.CompileOptions(
         max_autotune=specs.parse_on_off(FLAGS.max_autotune, "--max_autotune"),
         max_autotune_gemm_backends=FLAGS.max_autotune_gemm_backends,
+        max_autotune_conv_backends=FLAGS.max_autotune_conv_backends,
         float32_matmul_precision=FLAGS.float32_matmul_precision, platform=FLAGS.platform, target=FLAGS.target,
         shim_library_path=FLAGS.shim_library_path, auto_timing=FLAGS.auto_timing,
         attention_backend=FLAGS.attention_backend)

@@ -148,6 +148,7 @@ def _lower_to_payload(edge_program: Any, opts: CompileOptions, device_index: int
     """The GPU part: moves the edge program to the GPU and compiles it with AOTInductor under aotirt's rules."""
     torch = lowering.import_torch()
     target = opts.resolved_target()
+    opts = opts.resolved(target)  # the platform's defaults for the fields left None
     configs = specs.inductor_options(opts, target=target)
     key = opts.platform_key(target)
     lowering.check_cuda_available(torch, target)
@@ -159,6 +160,7 @@ def _lower_to_payload(edge_program: Any, opts: CompileOptions, device_index: int
         ep = move_to_device_pass(edge_program, f"cuda:{device_index}")
         ReplaceViewCopyWithViewPass()(ep.graph_module)
         lowering.preflight(torch, ep, opts, key, target, device_index)
+        lowering.rewrite_attention(torch, ep, opts)
         configs[specs.METADATA_KEY] = {**configs[specs.METADATA_KEY],
                                        "aotirt_inputs": lowering.input_specs_json(torch, ep)}
         user_inputs = set(ep.graph_signature.user_inputs)

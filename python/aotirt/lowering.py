@@ -70,6 +70,9 @@ SDPA_BACKENDS = {
     # TRITON rewrites the 4-D SDPA calls into aotirt::sdpa_triton before Inductor (triton_attention.replace_sdpa);
     # any other left is decomposed, as under MATH.
     "TRITON": ("MATH",),
+    # CUDNN,TRITON: the calls the cuDNN shims cannot take become aotirt::sdpa_triton first (sdpa_nodes_for_triton);
+    # the others are left to the fused kernels, as under CUDNN.
+    "CUDNN,TRITON": ("CUDNN_ATTENTION", "FLASH_ATTENTION", "EFFICIENT_ATTENTION"),
 }
 
 
@@ -77,6 +80,8 @@ def sdpa_backends(torch, opts: CompileOptions) -> list:
     """The torch.nn.attention.SDPBackend members the lowering enables for opts.attention_backend."""
     from torch.nn.attention import SDPBackend
 
+    if opts.attention_backend is None:
+        opts = opts.resolved()  # the platform's default
     try:
         names = SDPA_BACKENDS[opts.attention_backend]
     except KeyError:
@@ -87,16 +92,27 @@ def sdpa_backends(torch, opts: CompileOptions) -> list:
 
 def sdpa_context(torch, opts: CompileOptions):
     """sdpa_kernel(sdpa_backends(opts)): the SDPA backends export and compilation may use."""
-    from torch.nn.attention import sdpa_kernel
+    from torch.nn.attention import SDPBackend, sdpa_kernel
 
-    return sdpa_kernel(sdpa_backends(torch, opts))
+    if opts.attention_backend is None:
+        opts = opts.resolved()  # the platform's default
+    backends = sdpa_backends(torch, opts)
+    order = getattr(torch._C, "_get_sdp_priority_order", None)
+    if opts.attention_backend == "CUDNN,TRITON" and order is not None:
+        # The fused kernels in torch's own order, then MATH: an SDPA call our checks pass (the cuDNN shims take it)
+        # but none of torch's fused kernels does (torch's rules can be stricter) is decomposed, not an export error.
+        priority = list(order())
+        backends = sorted(backends, key=lambda b: priority.index(int(b))) + [SDPBackend.MATH]
+        return sdpa_kernel(backends, set_priority=True)
+    return sdpa_kernel(backends)
 
 
 def sdpa_failure_hint(opts: CompileOptions, e: BaseException) -> str:
     """What to change when SDPA found no kernel under attention_backend CUDNN (no MATH fallback there), else ''."""
-    if opts.attention_backend == "CUDNN" and "No available kernel" in str(e):
-        return (". With attention_backend='CUDNN' an SDPA call that none of the fused kernels (cuDNN, flash, "
-                "memory-efficient) takes for this GPU, dtype or shape has no kernel: use attention_backend='MATH'")
+    if opts.attention_backend in ("CUDNN", "CUDNN,TRITON") and "No available kernel" in str(e):
+        return (f". With attention_backend={opts.attention_backend!r} an SDPA call that none of the fused kernels (cuDNN, flash, "
+                "memory-efficient) takes for this GPU, dtype or shape has no kernel: use attention_backend='MATH' or "
+                "'TRITON'")
     return ""
 
 
@@ -117,7 +133,41 @@ def lowering_context(torch, opts: CompileOptions, device_index: int | None):
         torch.set_float32_matmul_precision(previous)
 
 
-def align_sdpa_layouts(torch, ep) -> int:
+def sdpa_nodes_for_triton(torch, ep, opts: CompileOptions) -> list | None:
+    """The aten.scaled_dot_product_attention nodes the Triton kernel runs: all (None) under TRITON, under
+    CUDNN,TRITON those the cuDNN shims cannot take (platforms.attention_problems; check_attention has refused the
+    ones neither takes), none otherwise."""
+    if opts.attention_backend == "TRITON":
+        return None
+    if opts.attention_backend != "CUDNN,TRITON":
+        return []
+    nodes = []
+    for node in ep.graph_module.graph.nodes:  # by name: ExecuTorch's edge programs hold edge ops, not aten's
+        if node.op == "call_function" and platforms.op_name(node.target) == "scaled_dot_product_attention":
+            call = platforms.attention_call("scaled_dot_product_attention", node)
+            if call is not None and platforms.attention_problems(call, "CUDNN"):
+                nodes.append(node)
+    return nodes
+
+
+def rewrite_attention(torch, ep, opts: CompileOptions) -> None:
+    """The graph changes attention_backend needs before Inductor: MATH keeps SDPA outputs in their exported layouts
+    (align_sdpa_layouts); TRITON and CUDNN,TRITON rewrite SDPA calls into the Triton kernel (aligned first)."""
+    if opts.attention_backend == "MATH":
+        align_sdpa_layouts(torch, ep)
+        return
+    nodes = sdpa_nodes_for_triton(torch, ep, opts)
+    if nodes == []:
+        return
+    from aotirt import triton_attention
+
+    align_sdpa_layouts(torch, ep, nodes)
+    replaced, left = triton_attention.replace_sdpa(torch, ep, nodes)
+    log.info("attention %s: %d SDPA call(s) run the Triton kernel%s", opts.attention_backend, replaced,
+             f", {left} (not 4-D) decomposed as MATH" if left else "")
+
+
+def align_sdpa_layouts(torch, ep, nodes: list | None = None) -> int:
     """Makes an ExportedProgram's SDPA outputs keep the layout it was exported with, whatever kernel the lowering
     picks. torch.export records each scaled_dot_product_attention's output strides from the backend it traced with
     (flash/memory-efficient/cuDNN: the query's layout, often [B, T, H, D] in memory), and code after it may rely on
@@ -130,8 +180,12 @@ def align_sdpa_layouts(torch, ep) -> int:
     sdpa = torch.ops.aten.scaled_dot_product_attention.default
     graph = ep.graph_module.graph
     changed = 0
+    only = None if nodes is None else set(nodes)
     for node in list(graph.nodes):
-        val = node.meta.get("val") if node.op == "call_function" and node.target == sdpa else None
+        if only is not None and node not in only:
+            continue
+        is_sdpa = node.op == "call_function" and (node.target == sdpa or only is not None)
+        val = node.meta.get("val") if is_sdpa else None
         if not isinstance(val, torch.Tensor) or val.is_contiguous():
             continue
         strides = list(val.stride())
@@ -268,9 +322,9 @@ def compile_failure(e: BaseException, what: str) -> LoweringError:
                f"With max_autotune_gemm_backends='TRITON' this happens where Triton templates are off (GPUs with "
                f"fewer than 68 SMs, some dtypes): use max_autotune_gemm_backends='ATEN,TRITON' (linux_cuda only). "
                f"Inductor said: {type(e).__name__}: {e}")
-    elif "No available kernel" in msg:  # SDPA with no enabled backend: only without MATH, i.e. attention_backend CUDNN
-        msg += (". SDPA found no kernel among the enabled backends: with attention_backend='CUDNN' (cuDNN, flash, "
-                "memory-efficient only) use attention_backend='MATH'")
+    elif "No available kernel" in msg:  # SDPA with no enabled backend: only without MATH (CUDNN, CUDNN,TRITON)
+        msg += (". SDPA found no kernel among the enabled backends: with attention_backend 'CUDNN' or "
+                "'CUDNN,TRITON' (cuDNN, flash, memory-efficient only) use attention_backend='MATH' or 'TRITON'")
     return LoweringError(msg)
 
 
@@ -335,7 +389,8 @@ def compile(model_or_exported_program: Any, example_inputs: Sequence[Any], packa
     package_path = package.check_path(package_path)
     torch = import_torch()
     target = opts.resolved_target()
-    configs = inductor_options(options, inductor_configs, target=target)  # validate everything before slow steps
+    opts = opts.resolved(target)  # the platform's defaults for the fields left None
+    configs = inductor_options(opts, inductor_configs, target=target)  # validate everything before slow steps
     key = opts.platform_key(target)
     if opts.platform == "windows" and not opts.shim_library_path:
         raise SpecError("platform=windows links the wrapper against aoti_cuda_shims.lib: build it with `bazel build "
@@ -366,14 +421,7 @@ def compile(model_or_exported_program: Any, example_inputs: Sequence[Any], packa
             raise LoweringError(f"aotirt.compile takes a torch.nn.Module or torch.export.ExportedProgram, got "
                                 f"{type(model_or_exported_program).__name__}")
         preflight(torch, ep, opts, key, target, device_index)
-        if opts.attention_backend in ("MATH", "TRITON"):
-            align_sdpa_layouts(torch, ep)
-        if opts.attention_backend == "TRITON":
-            from aotirt import triton_attention
-
-            replaced, left = triton_attention.replace_sdpa(torch, ep)
-            log.info("attention TRITON: %d SDPA call(s) run the Triton kernel%s", replaced,
-                     f", {left} (not 4-D) decomposed as MATH" if left else "")
+        rewrite_attention(torch, ep, opts)
 
         configs = dict(configs)
         configs[METADATA_KEY] = {**configs.get(METADATA_KEY, {}), "aotirt_inputs": input_specs_json(torch, ep)}

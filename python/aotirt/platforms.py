@@ -7,6 +7,7 @@ Each refusal collects everything that is wrong and says once what to change (aft
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
 import functools
 import os
@@ -129,6 +130,21 @@ def conv_shims_missing(key: str, manifest: Manifest | None = None) -> list:
     return sorted(set(ATEN_CONV_SHIMS) - supported_shims(key, manifest))
 
 
+def with_platform_defaults(opts, key: str):
+    """opts with its backend fields left None set to platform `key`'s defaults (specs.PLATFORM_DEFAULTS)."""
+    from aotirt.specs import PLATFORM_DEFAULT_FIELDS, platform_defaults
+    unset = [f for f in PLATFORM_DEFAULT_FIELDS if hasattr(opts, f) and getattr(opts, f) is None]
+    if not unset:
+        return opts
+    defaults = platform_defaults(key)
+    if dataclasses.is_dataclass(opts):
+        return dataclasses.replace(opts, **{f: defaults[f] for f in unset})
+    opts = copy.copy(opts)
+    for f in unset:
+        setattr(opts, f, defaults[f])
+    return opts
+
+
 def check_options(opts, target: str | None = None, manifest: Manifest | None = None) -> str:
     """Refuses option combinations a platform cannot run; returns the platform key. Lists every problem at once.
     ATEN in the GEMM backends (AUTO compares ATEN candidates) and max_autotune OFF make Inductor call the ATen GEMM
@@ -137,6 +153,7 @@ def check_options(opts, target: str | None = None, manifest: Manifest | None = N
     the SDPA shims, so it is refused where the manifest lacks any of them."""
     target = target or opts.resolved_target()
     key = platform_key(opts.platform, target)
+    opts = with_platform_defaults(opts, key)
     backends = opts.max_autotune_gemm_backends.split(",")
     if backends == ["AUTO"]:  # AUTO compares packages that call the ATen GEMM shims: refused wherever ATEN is
         backends = ["ATEN", "TRITON"]
@@ -162,12 +179,12 @@ def check_options(opts, target: str | None = None, manifest: Manifest | None = N
                         f"shim {conv_missing[0]}, which {where}: use max_autotune_conv_backends='TRITON' "
                         f"({', '.join(conv_missing)} is not in its set in shims/shim_manifest.tsv)")
     attention = getattr(opts, "attention_backend", "MATH")
-    sdpa_missing = attention_shims_missing(key, manifest) if attention == "CUDNN" else []
+    sdpa_missing = attention_shims_missing(key, manifest) if "CUDNN" in attention.split(",") else []
     if sdpa_missing:
         problems.append(f"attention_backend={attention!r} makes Inductor call the fused SDPA shims "
                         f"({sdpa_missing[0]}, ...), which {where}: use attention_backend='MATH', which decomposes "
-                        f"SDPA into matmuls + softmax, or 'TRITON', a Triton flash-attention kernel in the package ({', '.join(sdpa_missing)} are not in its set in "
-                        f"shims/shim_manifest.tsv)")
+                        f"SDPA into matmuls + softmax, or 'TRITON', a Triton flash-attention kernel in the package "
+                        f"({', '.join(sdpa_missing)} are not in its set in shims/shim_manifest.tsv)")
     if problems:
         raise UnsupportedPlatformError(f"cannot lower for {key}: " + "; ".join(problems))
     return key
@@ -187,7 +204,7 @@ _CONV_OPS = ("convolution", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "c
              "conv_transpose3d", "_convolution")
 
 
-def _op_name(target) -> str:
+def op_name(target) -> str:
     """'aten::addmm' / aten.addmm.default / edge ops -> 'addmm'."""
     name = getattr(target, "_name", None) or getattr(getattr(target, "_op", None), "_name", None) or str(target)
     name = name.split("::")[-1]
@@ -212,7 +229,7 @@ def _static_dim(v):
         return None
 
 
-def _attention_call(name: str, node) -> tuple | None:
+def attention_call(name: str, node) -> tuple | None:
     """(name, dtype, q head dim, v head dim, dropout_p) of an SDPA node from its inputs' fake tensors."""
     vals = [a.meta.get("val") if hasattr(a, "meta") else None for a in node.args[:3]]
     if len(vals) < 3 or any(v is None or not hasattr(v, "dtype") for v in vals):
@@ -233,48 +250,65 @@ def model_features(graph) -> ModelFeatures:
     for node in graph.nodes:
         if node.op != "call_function":
             continue
-        name = _op_name(node.target)
+        name = op_name(node.target)
         if name in _GEMM_OPS:
             gemms.add(name)
         elif name in _CONV_OPS:
             convs.add(name)
         elif name in _SDPA_OPS:
-            call = _attention_call(name, node)
+            call = attention_call(name, node)
             if call is not None:
                 attention.append(call)
     return ModelFeatures(tuple(sorted(gemms)), tuple(sorted(convs)), tuple(attention))
+
+
+def attention_problems(call: tuple, backend: str) -> list:
+    """Why `backend` (CUDNN: the cuDNN shims, TRITON: our kernel) cannot run one SDPA call of model_features; [] if
+    it can."""
+    _, dtype, d, dv, dropout = call
+    if backend == "CUDNN":
+        dtypes, max_d, mult = CUDNN_ATTENTION_DTYPES, CUDNN_ATTENTION_MAX_HEAD_DIM, 8
+    else:
+        dtypes, max_d, mult = TRITON_ATTENTION_DTYPES, TRITON_ATTENTION_MAX_HEAD_DIM, 1
+    why = []
+    if dtype not in dtypes:
+        why.append(f"dtype {dtype} ({backend} attention runs {', '.join(dtypes)})")
+    for what, dim in (("query/key", d), ("value", dv)):
+        if dim is not None and not (0 < dim <= max_d and dim % mult == 0):
+            why.append(f"{what} head dim {dim} ({'multiples of 8 ' if mult == 8 else ''}up to {max_d})")
+    if dropout:
+        why.append(f"dropout_p={dropout} (inference only: dropout_p=0)")
+    return why
 
 
 def check_attention(opts, features: ModelFeatures) -> None:
     """Refuses before Inductor the SDPA calls the chosen attention backend would refuse on every run, all at once.
     CUDNN (the cuDNN shims): dtypes other than float16/bfloat16 (torch picks its memory-efficient kernel for float32,
     whose shim runs on cuDNN), head dims that are not multiples of 8 up to 256, dropout. TRITON (our kernel,
-    triton_attention): dtypes other than float16/bfloat16/float32, head dims above 256, dropout."""
-    backend = getattr(opts, "attention_backend", "MATH")
-    if backend not in ("CUDNN", "TRITON") or not features.attention:
+    triton_attention): dtypes other than float16/bfloat16/float32, head dims above 256, dropout. CUDNN,TRITON: calls
+    neither takes (an SDPA already exported as a fused op, e.g. _scaled_dot_product_flash_attention, only has the
+    cuDNN shims: the Triton rewrite takes aten.scaled_dot_product_attention)."""
+    backend = getattr(opts, "attention_backend", None) or "MATH"
+    if backend not in ("CUDNN", "TRITON", "CUDNN,TRITON") or not features.attention:
         return
-    if backend == "CUDNN":
-        dtypes, max_d, mult = CUDNN_ATTENTION_DTYPES, CUDNN_ATTENTION_MAX_HEAD_DIM, 8
-    else:
-        dtypes, max_d, mult = TRITON_ATTENTION_DTYPES, TRITON_ATTENTION_MAX_HEAD_DIM, 1
     problems = []
-    for name, dtype, d, dv, dropout in features.attention:
-        why = []
-        if dtype not in dtypes:
-            why.append(f"dtype {dtype} ({backend} attention runs {', '.join(dtypes)})")
-        for what, dim in (("query/key", d), ("value", dv)):
-            if dim is not None and not (0 < dim <= max_d and dim % mult == 0):
-                why.append(f"{what} head dim {dim} ({'multiples of 8 ' if mult == 8 else ''}up to {max_d})")
-        if dropout:
-            why.append(f"dropout_p={dropout} (inference only: dropout_p=0)")
+    for call in features.attention:
+        name = call[0]
+        if backend != "CUDNN,TRITON":
+            why = attention_problems(call, backend)
+        else:
+            why = attention_problems(call, "CUDNN")
+            if why and name == "scaled_dot_product_attention":
+                triton = attention_problems(call, "TRITON")
+                why = [f"cuDNN: {', '.join(why)}; Triton: {', '.join(triton)}"] if triton else []
         if why:
             problems.append(f"{name}: {', '.join(why)}")
     if problems:
-        other = "'MATH' or 'TRITON'" if backend == "CUDNN" else "'MATH'"
+        other = "'MATH'" if backend != "CUDNN" else "'MATH' or 'TRITON'"
         raise UnsupportedShimError(
             f"attention_backend={backend!r} cannot run {len(problems)} SDPA call(s) of this model: "
             + "; ".join(problems) + f". Lower with attention_backend={other}"
-            + (" (SDPA decomposed into Triton kernels and GEMMs)" if backend == "TRITON" else ""), [])
+            + (" (SDPA decomposed into Triton kernels and GEMMs)" if backend != "CUDNN" else ""), [])
 
 
 def check_model(opts, features: ModelFeatures, key: str, manifest: Manifest | None = None) -> None:
@@ -289,6 +323,7 @@ def check_model(opts, features: ModelFeatures, key: str, manifest: Manifest | No
     """
     if not features.convolutions:
         return
+    opts = with_platform_defaults(opts, key)
     convs = ", ".join(features.convolutions)
     backends = opts.max_autotune_gemm_backends.split(",")
     conv_backends = getattr(opts, "max_autotune_conv_backends", "TRITON")
@@ -350,6 +385,7 @@ def check_gpu(opts, gpu: GpuProperties, target: str, features: ModelFeatures | N
            f"its Triton GEMM/convolution templates (is_big_gpu)" if target != "rocm" else
            f"{gpu.name} (arch major {gpu.major}) is not one Inductor uses Triton GEMM templates on (is_big_gpu)")
     key = platform_key(getattr(opts, "platform", "linux"), target)
+    opts = with_platform_defaults(opts, key)
     bigger = ("an MI200/MI300-class GPU" if target == "rocm" else
               f"a GPU with at least {MIN_SMS_FOR_TRITON_TEMPLATES} SMs")
     if features.convolutions:
@@ -417,10 +453,10 @@ def check_shims(called: Iterable[str], key: str, manifest: Manifest | None = Non
         elsewhere = [n for n in elsewhere if n not in CUB_SHIMS]
     if elsewhere:
         others = sorted(set().union(*(m.platforms_of[n] for n in elsewhere)))
-        fix = ("attention_backend='MATH'" if set(elsewhere) <= set(SDPA_SHIMS) else
+        fix = ("attention_backend='MATH' or 'TRITON'" if set(elsewhere) <= set(SDPA_SHIMS) else
                "max_autotune=ON and max_autotune_gemm_backends='TRITON'" +
                (" and max_autotune_conv_backends='TRITON'" if set(elsewhere) & set(ATEN_CONV_SHIMS) else "") +
-               (" and attention_backend='MATH'" if set(elsewhere) & set(SDPA_SHIMS) else ""))
+               (" and attention_backend='MATH' (or 'TRITON')" if set(elsewhere) & set(SDPA_SHIMS) else ""))
         hint.append(f"{', '.join(elsewhere)} exist only for {', '.join(others)}: for {key} lower with {fix}")
     if nowhere:
         hint.append(f"{', '.join(nowhere)} exist on no aotirt platform: change the model so Inductor generates "
@@ -436,13 +472,17 @@ def support_table(manifest: Manifest | None = None) -> str:
     """A text table: per platform, its shim count, the GEMM backends, max_autotune values, attention backends and
     conv backends lowering accepts, and the shims only some platforms have."""
     m = manifest or load_manifest()
-    rows = [("platform", "shims", "GEMM backends", "max_autotune OFF", "attention backends", "conv backends")]
+    from aotirt.specs import PLATFORM_DEFAULT_FIELDS, platform_defaults
+    rows = [("platform", "shims", "GEMM backends", "max_autotune OFF", "attention backends", "conv backends",
+             "defaults (GEMM / conv / attention)")]
     for key in PLATFORM_KEYS:
         aten = not gemm_shims_missing(key, m)
+        defaults = platform_defaults(key)
         rows.append((key, str(len(m.names(key))), "TRITON, ATEN,TRITON, ATEN" if aten else "TRITON",
                      "yes" if aten else "no (refused)",
-                     "MATH, TRITON" if attention_shims_missing(key, m) else "MATH, CUDNN, TRITON",
-                     "TRITON" if conv_shims_missing(key, m) else "TRITON, ATEN,TRITON, ATEN"))
+                     "MATH, TRITON" if attention_shims_missing(key, m) else "MATH, CUDNN, TRITON, CUDNN,TRITON",
+                     "TRITON" if conv_shims_missing(key, m) else "TRITON, ATEN,TRITON, ATEN",
+                     " / ".join(defaults[f] for f in PLATFORM_DEFAULT_FIELDS)))
     width = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  " + "  ".join(c.ljust(width[i]) for i, c in enumerate(r)).rstrip() for r in rows]
     partial = sorted(n for n, p in m.platforms_of.items() if p != frozenset(PLATFORM_KEYS))

@@ -19,14 +19,11 @@ VALID_GEMM_BACKENDS = ("TRITON", "ATEN")
 # AUTO: lower the three others, time each package on this GPU and keep the fastest (aotirt.auto; linux_cuda only).
 AUTO_GEMM_BACKENDS = "AUTO"
 VALID_GEMM_BACKEND_VALUES = ("TRITON", "ATEN,TRITON", "ATEN", AUTO_GEMM_BACKENDS)
-DEFAULT_GEMM_BACKENDS = "TRITON"
 # Conv backends, a set like the GEMM ones: TRITON (Inductor's conv templates, embedded in the wrapper; they also need
 # TRITON among the GEMM backends) and ATEN (Inductor's ATen conv fallback, a call to the cuDNN shim
 # aoti_torch_cuda_convolution; only where the manifest has it, platforms.conv_shims_missing: linux_cuda).
-# The default stays TRITON until benchmarks (not yet run) decide.
 VALID_CONV_BACKENDS = ("TRITON", "ATEN")
 VALID_CONV_BACKEND_VALUES = ("TRITON", "ATEN,TRITON", "ATEN")
-DEFAULT_CONV_BACKENDS = "TRITON"
 VALID_FLOAT32_MATMUL_PRECISION = ("highest", "high")
 VALID_PLATFORMS = ("linux", "windows")
 # How AUTO times its candidates: whole-model CUDA graph replays (for models that will run captured) or plain calls
@@ -38,10 +35,29 @@ VALID_TARGETS = ("cuda", "rocm")
 # memory-efficient), so Inductor keeps the SDPA ops as fallback calls to the attention shims
 # aoti_torch_cuda__scaled_dot_product_{cudnn,flash,efficient}_attention (platforms.SDPA_SHIMS; where the manifest
 # has them: linux_cuda). TRITON: each SDPA becomes our Triton flash-attention kernel (aotirt.triton_attention),
-# compiled into the wrapper like Inductor's own kernels (every platform, no shim). The default stays MATH until
-# benchmarks decide. One value, case and spaces do not matter.
-VALID_ATTENTION_BACKENDS = ("MATH", "CUDNN", "TRITON")
-DEFAULT_ATTENTION_BACKEND = "MATH"
+# compiled into the wrapper like Inductor's own kernels (every platform, no shim). CUDNN,TRITON: each SDPA call the
+# cuDNN shims take (float16/bfloat16, head dims multiples of 8 up to 256) calls them, every other one runs the Triton
+# kernel (float32, other head dims); a call neither takes is refused before Inductor. One value; case, spaces and
+# the order of CUDNN,TRITON do not matter.
+VALID_ATTENTION_BACKENDS = ("MATH", "CUDNN", "TRITON", "CUDNN,TRITON")
+
+# Defaults per platform (the shim manifest's platform key), set from the H200 benchmarks in benchmarks/RESULTS.md
+# ("Models run 5": with whole-model CUDA graphs, ATEN GEMMs + cuDNN attention + cuDNN convolutions were the fastest
+# lowering or within 2% of it on all five models, and 0.93-0.99x the faster of torch.compile(max-autotune) and
+# eager+graph; MATH attention was 6.2x slower at T=2048; TRITON attention 1.3-4.6x faster than MATH; "Models run 4":
+# ATEN GEMMs fastest with graphs on gemma, siglip and pi05). A field left None takes its platform's default when the
+# platform is known (aotirt.compile, the ExecuTorch backend, inductor_options); `resolved()` fills them in.
+# windows_cuda and rocm have no GEMM, convolution or attention shims: Triton everywhere. rocm keeps MATH attention:
+# the Triton attention kernel's configs have run only on NVIDIA GPUs (no AMD GPU was available to test them).
+PLATFORM_DEFAULTS: Mapping[str, Mapping[str, str]] = {
+    "linux_cuda": {"max_autotune_gemm_backends": "ATEN", "max_autotune_conv_backends": "ATEN",
+                   "attention_backend": "CUDNN,TRITON"},
+    "windows_cuda": {"max_autotune_gemm_backends": "TRITON", "max_autotune_conv_backends": "TRITON",
+                     "attention_backend": "TRITON"},
+    "rocm": {"max_autotune_gemm_backends": "TRITON", "max_autotune_conv_backends": "TRITON",
+             "attention_backend": "MATH"},
+}
+PLATFORM_DEFAULT_FIELDS = ("max_autotune_gemm_backends", "max_autotune_conv_backends", "attention_backend")
 
 # Options the runtime depends on: a package compiled otherwise cannot be loaded by it. User inductor_configs may
 # repeat them with the same value but never change them.
@@ -81,16 +97,26 @@ def _normalize_backends(value: Any, valid: tuple, field: str, valid_values: tupl
 
 
 def _normalize_attention_backend(value: Any, field: str = "attention_backend") -> str:
-    """' cudnn ' -> 'CUDNN'; anything but MATH / CUDNN / TRITON is a SpecError listing the valid values."""
+    """' cudnn ' -> 'CUDNN', 'triton,cudnn' -> 'CUDNN,TRITON'; anything but MATH / CUDNN / TRITON / CUDNN,TRITON is
+    a SpecError listing the valid values."""
     listed = list(VALID_ATTENTION_BACKENDS)
     if not isinstance(value, str):
         raise SpecError(f"{field} must be a string, one of {listed}, got {type(value).__name__} {value!r}")
-    norm = value.strip().upper()
+    norm = ",".join(sorted({tok.strip().upper() for tok in value.split(",") if tok.strip()}))
     if norm in VALID_ATTENTION_BACKENDS:
         return norm
     raise SpecError(f"{field}={value!r} is not valid; valid: {listed} (case and spaces do not matter; "
                     f"MATH decomposes SDPA into matmuls + softmax, CUDNN calls the fused SDPA shims, TRITON compiles "
-                    f"a Triton flash-attention kernel into the package)")
+                    f"a Triton flash-attention kernel into the package, CUDNN,TRITON calls the shims where they take "
+                    f"the call and the Triton kernel elsewhere)")
+
+
+def platform_defaults(key: str) -> Mapping[str, str]:
+    """The default GEMM / convolution / attention backends of a manifest platform (PLATFORM_DEFAULTS)."""
+    try:
+        return PLATFORM_DEFAULTS[key]
+    except KeyError:
+        raise SpecError(f"no defaults for platform {key!r}; known: {sorted(PLATFORM_DEFAULTS)}") from None
 
 
 def _choice(value: Any, valid: tuple, field: str, lower: bool = True) -> str:
@@ -117,11 +143,12 @@ class CompileOptions:
 
     max_autotune: let Inductor benchmark kernel choices (slower compile, faster model). OFF makes every GEMM an
         ATen/cuBLAS shim call and every convolution a cuDNN shim call (linux_cuda only).
-    max_autotune_gemm_backends: "TRITON" (default), "ATEN,TRITON" or "ATEN"; case, spaces and order do not matter.
-    max_autotune_conv_backends: "TRITON" (default until benchmarks decide), "ATEN,TRITON" or "ATEN"; case, spaces
-        and order do not matter. ATEN lets Inductor call the cuDNN convolution shim aoti_torch_cuda_convolution
-        (only where the shim manifest has it: linux_cuda); TRITON convolutions also need TRITON among the GEMM
-        backends.
+    max_autotune_gemm_backends: "TRITON", "ATEN,TRITON", "ATEN" or "AUTO"; case, spaces and order do not matter.
+        None (default): the platform's (PLATFORM_DEFAULTS: ATEN on linux_cuda, TRITON on windows_cuda and rocm).
+    max_autotune_conv_backends: "TRITON", "ATEN,TRITON" or "ATEN"; case, spaces and order do not matter. ATEN lets
+        Inductor call the cuDNN convolution shim aoti_torch_cuda_convolution (only where the shim manifest has it:
+        linux_cuda); TRITON convolutions also need TRITON among the GEMM backends. None (default): the platform's
+        (ATEN on linux_cuda, TRITON elsewhere).
     float32_matmul_precision: "highest" (true fp32) or "high" (TF32 allowed), applied while compiling and recorded in
         the package metadata as "aotirt_float32_matmul_precision" (the runtime applies it per package).
     method_name: the method lowered (ExecuTorch's method_name compile spec; "forward" for aotirt.compile).
@@ -130,48 +157,63 @@ class CompileOptions:
     shim_library_path: platform=windows only: the folder holding aoti_cuda_shims.lib.
     auto_timing: with max_autotune_gemm_backends="AUTO", how the candidates are timed: "graphs" (default; whole-model
         CUDA graph replays, for models that will run captured) or "eager" (plain calls, for models that will not).
-    attention_backend: how scaled_dot_product_attention is lowered: "MATH" (default until benchmarks decide; SDPA
-        decomposed into matmuls + softmax, every platform) or "CUDNN" (the fused SDPA kernels, cuDNN / flash /
-        memory-efficient, called through the attention shims; only where the shim manifest has them: linux_cuda)
-        or "TRITON" (our Triton flash-attention kernel compiled into the package; every platform, float16/bfloat16/
-        float32, head dims up to 256); case and spaces do not matter. Recorded in the package metadata as "aotirt_attention_backend".
+    attention_backend: how scaled_dot_product_attention is lowered: "MATH" (SDPA decomposed into matmuls + softmax,
+        every platform), "CUDNN" (the fused SDPA kernels, cuDNN / flash / memory-efficient, called through the
+        attention shims; only where the shim manifest has them: linux_cuda; float16/bfloat16, head dims multiples
+        of 8 up to 256), "TRITON" (our Triton flash-attention kernel compiled into the package; every platform,
+        float16/bfloat16/float32, head dims up to 256) or "CUDNN,TRITON" (per SDPA call: the cuDNN shims where
+        they take it, else the Triton kernel); case and spaces do not matter. None (default): the platform's
+        (CUDNN,TRITON on linux_cuda, TRITON on windows_cuda, MATH on rocm). Recorded in the package metadata as
+        "aotirt_attention_backend".
     Combinations a platform cannot run (ATEN GEMMs, max_autotune OFF, ATEN convolutions or attention_backend CUDNN
     where the manifest gives the platform no such shims: Windows/ROCm) raise UnsupportedPlatformError.
     """
 
     max_autotune: bool = True
-    max_autotune_gemm_backends: str = DEFAULT_GEMM_BACKENDS
-    max_autotune_conv_backends: str = DEFAULT_CONV_BACKENDS
+    max_autotune_gemm_backends: str | None = None
+    max_autotune_conv_backends: str | None = None
     float32_matmul_precision: str = "highest"
     method_name: str = "forward"
     platform: str = "linux"
     target: str | None = None
     shim_library_path: str | None = None
     auto_timing: str = "graphs"
-    attention_backend: str = DEFAULT_ATTENTION_BACKEND
+    attention_backend: str | None = None
 
     def __post_init__(self) -> None:
         validate(self)
         # frozen: normalize through object.__setattr__ (e.g. "triton, aten" -> "ATEN,TRITON").
         set_ = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731
-        set_("max_autotune_gemm_backends", _normalize_backends(
-            self.max_autotune_gemm_backends, VALID_GEMM_BACKENDS, "max_autotune_gemm_backends",
-            VALID_GEMM_BACKEND_VALUES))
-        set_("max_autotune_conv_backends", _normalize_backends(
-            self.max_autotune_conv_backends, VALID_CONV_BACKENDS, "max_autotune_conv_backends",
-            VALID_CONV_BACKEND_VALUES))
+        if self.max_autotune_gemm_backends is not None:
+            set_("max_autotune_gemm_backends", _normalize_backends(
+                self.max_autotune_gemm_backends, VALID_GEMM_BACKENDS, "max_autotune_gemm_backends",
+                VALID_GEMM_BACKEND_VALUES))
+        if self.max_autotune_conv_backends is not None:
+            set_("max_autotune_conv_backends", _normalize_backends(
+                self.max_autotune_conv_backends, VALID_CONV_BACKENDS, "max_autotune_conv_backends",
+                VALID_CONV_BACKEND_VALUES))
         set_("float32_matmul_precision", _choice(self.float32_matmul_precision, VALID_FLOAT32_MATMUL_PRECISION,
                                                  "float32_matmul_precision"))
         set_("platform", _choice(self.platform, VALID_PLATFORMS, "platform"))
         set_("auto_timing", _choice(self.auto_timing, VALID_AUTO_TIMING, "auto_timing"))
-        set_("attention_backend", _normalize_attention_backend(self.attention_backend))
+        if self.attention_backend is not None:
+            set_("attention_backend", _normalize_attention_backend(self.attention_backend))
         if self.target is not None:
             set_("target", _choice(self.target, VALID_TARGETS, "target"))
         # Refuse what the platform cannot run as early as it is known without torch (linux + auto target waits for
         # the lowering, where the target is detected).
         if self.platform == "windows" or self.target is not None:
             from aotirt import platforms
-            platforms.check_options(self, self.target or "cuda")
+            platforms.check_options(self.resolved(self.target or "cuda"), self.target or "cuda")
+
+    def resolved(self, target: str | None = None) -> "CompileOptions":
+        """These options with every field left None (PLATFORM_DEFAULT_FIELDS) set to its platform's default
+        (PLATFORM_DEFAULTS; target: cuda|rocm, default the explicit target, else the installed torch's)."""
+        unset = [f for f in PLATFORM_DEFAULT_FIELDS if getattr(self, f) is None]
+        if not unset:
+            return self
+        defaults = platform_defaults(self.platform_key(target))
+        return dataclasses.replace(self, **{f: defaults[f] for f in unset})
 
     def resolved_target(self) -> str:
         """The explicit target, else the installed torch's (rocm when torch.version.hip, else cuda)."""
@@ -199,10 +241,12 @@ def validate(opts: CompileOptions) -> None:
     """Raises SpecError naming the field and the valid values for the first invalid field."""
     if not isinstance(opts.max_autotune, bool):
         raise SpecError(f"max_autotune must be True or False (ON/OFF in compile specs), got {opts.max_autotune!r}")
-    _normalize_backends(opts.max_autotune_gemm_backends, VALID_GEMM_BACKENDS, "max_autotune_gemm_backends",
-                        VALID_GEMM_BACKEND_VALUES)
-    _normalize_backends(opts.max_autotune_conv_backends, VALID_CONV_BACKENDS, "max_autotune_conv_backends",
-                        VALID_CONV_BACKEND_VALUES)
+    if opts.max_autotune_gemm_backends is not None:
+        _normalize_backends(opts.max_autotune_gemm_backends, VALID_GEMM_BACKENDS, "max_autotune_gemm_backends",
+                            VALID_GEMM_BACKEND_VALUES)
+    if opts.max_autotune_conv_backends is not None:
+        _normalize_backends(opts.max_autotune_conv_backends, VALID_CONV_BACKENDS, "max_autotune_conv_backends",
+                            VALID_CONV_BACKEND_VALUES)
     _choice(opts.float32_matmul_precision, VALID_FLOAT32_MATMUL_PRECISION, "float32_matmul_precision")
     if not isinstance(opts.method_name, str) or not opts.method_name.isidentifier():
         raise SpecError(f"method_name={opts.method_name!r} must be a Python identifier such as 'forward'")
@@ -211,11 +255,12 @@ def validate(opts: CompileOptions) -> None:
         _choice(opts.target, VALID_TARGETS, "target")
     _choice(opts.auto_timing, VALID_AUTO_TIMING, "auto_timing")
     if (isinstance(opts.auto_timing, str) and opts.auto_timing.strip().lower() != "graphs"
-            and isinstance(opts.max_autotune_gemm_backends, str)
-            and opts.max_autotune_gemm_backends.strip().upper() != AUTO_GEMM_BACKENDS):
+            and (opts.max_autotune_gemm_backends is None or (isinstance(opts.max_autotune_gemm_backends, str)
+                 and opts.max_autotune_gemm_backends.strip().upper() != AUTO_GEMM_BACKENDS))):
         raise SpecError(f"auto_timing={opts.auto_timing!r} only applies to max_autotune_gemm_backends='AUTO' (got "
                         f"{opts.max_autotune_gemm_backends!r}); drop it or choose AUTO")
-    _normalize_attention_backend(opts.attention_backend)
+    if opts.attention_backend is not None:
+        _normalize_attention_backend(opts.attention_backend)
     if opts.shim_library_path is not None and not isinstance(opts.shim_library_path, str):
         raise SpecError(f"shim_library_path must be a folder path string, got {opts.shim_library_path!r}")
 
@@ -289,6 +334,7 @@ def inductor_options(opts: CompileOptions | None = None, extra: Mapping[str, Any
     from aotirt import platforms
     opts = effective_options(opts, extra)
     validate(opts)
+    opts = opts.resolved(target)
     if opts.max_autotune_gemm_backends == AUTO_GEMM_BACKENDS:
         raise SpecError("max_autotune_gemm_backends='AUTO' is not an Inductor value: aotirt.compile resolves it "
                         "(aotirt.auto lowers TRITON, ATEN,TRITON and ATEN and keeps the fastest); pass one of those "

@@ -260,17 +260,19 @@ def _bound(node) -> dict:
     return got
 
 
-def replace_sdpa(torch, ep) -> tuple:
+def replace_sdpa(torch, ep, nodes=None) -> tuple:
     """Rewrites, in place, each aten.scaled_dot_product_attention node of `ep` whose q/k/v are 4-D with static
     dropout_p 0 into aotirt::sdpa_triton (same name, so the graph signature still holds; its output is contiguous
     [B, H, Lq, Dv]: run lowering.align_sdpa_layouts first, so users that relied on another recorded layout get it).
-    Returns (replaced, left): SDPA calls left (other ranks) are decomposed by MATH, the lowering's context then."""
+    `nodes`: only those SDPA nodes (None: all). Returns (replaced, left): SDPA calls left (other ranks) are lowered
+    by the lowering's context then (MATH decomposes them)."""
     op = register(torch)
     sdpa = torch.ops.aten.scaled_dot_product_attention.default
+    only = None if nodes is None else set(nodes)
     replaced, left = 0, 0
     for node in list(ep.graph_module.graph.nodes):
-        if node.op != "call_function" or node.target != sdpa:
-            continue
+        if node.op != "call_function" or (node not in only if only is not None else node.target != sdpa):
+            continue  # nodes given: the caller chose them (ExecuTorch's edge programs hold edge SDPA ops)
         a = _bound(node)
         vals = [getattr(a[n], "meta", {}).get("val") for n in ("query", "key", "value")]
         if any(v is None or v.dim() != 4 for v in vals) or a["dropout_p"] != 0:

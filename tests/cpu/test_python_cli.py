@@ -80,7 +80,7 @@ def test_doctor_reports_and_exit_code_matches_problems():
     ("--max_autotune=maybe", r"--max_autotune='maybe' is not valid; valid: \['ON', 'OFF'\]"),
     ("--float32_matmul_precision=medium", r"valid: \['highest', 'high'\]"),
     ("--platform=macos", r"valid: \['linux', 'windows'\]"),
-    ("--attention_backend=FLASH", r"attention_backend='FLASH' is not valid; valid: \['MATH', 'CUDNN', 'TRITON'\]"),
+    ("--attention_backend=FLASH", r"attention_backend='FLASH' is not valid; valid: \['MATH', 'CUDNN', 'TRITON', 'CUDNN,TRITON'\]"),
 ])
 def test_lower_spec_flag_errors_exit_2(tmp_path, flag, match):
     import re
@@ -88,17 +88,20 @@ def test_lower_spec_flag_errors_exit_2(tmp_path, flag, match):
     assert rc == 2 and re.search(match, out), out
 
 
-@pytest.mark.parametrize("argv,attention", [([], "MATH"), (["--attention_backend=cudnn"], "CUDNN"),
-                                            (["--attention_backend= Math"], "MATH")])
-def test_lower_spec_flags_become_compile_options(argv, attention):
+@pytest.mark.parametrize("argv,attention,conv", [([], None, None), (["--attention_backend=cudnn"], "CUDNN", None),
+                                                 (["--attention_backend= Math"], "MATH", None),
+                                                 (["--attention_backend=triton,cudnn", "--max_autotune_conv_backends=aten"],
+                                                  "CUDNN,TRITON", "ATEN")])
+def test_lower_spec_flags_become_compile_options(argv, attention, conv):
     from aotirt import cli
     try:
         cli.FLAGS(["aotirt", "--max_autotune_gemm_backends=triton,aten", "--target=cuda", *argv])
         opts = cli.compile_options_from_flags()
     finally:
         cli.FLAGS.unparse_flags()
+    # a flag not given stays None: the platform's default (specs.PLATFORM_DEFAULTS)
     assert opts == aotirt.CompileOptions(max_autotune_gemm_backends="ATEN,TRITON", target="cuda",
-                                         attention_backend=attention)
+                                         attention_backend=attention, max_autotune_conv_backends=conv)
 
 
 @pytest.mark.parametrize("flags,match", [

@@ -98,7 +98,7 @@ def test_attention_backend_spec_parses_like_the_gemm_spec(value, canonical):
 
 @pytest.mark.parametrize("extra,error,match", [
     ([ax.CompileSpec("attention_backend", b"FLASH")], aotirt.SpecError,
-     r"attention_backend='FLASH' is not valid; valid: \['MATH', 'CUDNN', 'TRITON'\]"),
+     r"attention_backend='FLASH' is not valid; valid: \['MATH', 'CUDNN', 'TRITON', 'CUDNN,TRITON'\]"),
     ([ax.CompileSpec("attention_backend", b"CUDNN"), ax.CompileSpec("attention_backend", b"MATH")], aotirt.SpecError,
      "given twice"),
     ([ax.CompileSpec("platform", b"windows"), ax.CompileSpec("attention_backend", b"CUDNN")],

@@ -88,7 +88,7 @@ def test_export_failure_is_a_lowering_error(monkeypatch):
 
 
 def test_lowering_context_restores_precision_and_forces_math_sdpa():
-    opts = aotirt.CompileOptions(float32_matmul_precision="high")
+    opts = aotirt.CompileOptions(float32_matmul_precision="high", attention_backend="MATH")
     before = torch.get_float32_matmul_precision()
     with lowering.lowering_context(torch, opts, None):
         assert torch.get_float32_matmul_precision() == "high"
@@ -158,8 +158,11 @@ def test_no_fused_kernel_under_cudnn_says_to_use_math(monkeypatch):
     with pytest.raises(aotirt.LoweringError, match=r"No available kernel.*attention_backend='CUDNN'.*use "
                                                    r"attention_backend='MATH'"):
         aotirt.compile(NoKernel(), (), options=aotirt.CompileOptions(target="cuda", attention_backend="CUDNN"))
-    with pytest.raises(aotirt.LoweringError) as info:
+    with pytest.raises(aotirt.LoweringError, match=r"No available kernel.*attention_backend='CUDNN,TRITON'.*use "
+                                                   r"attention_backend='MATH'"):  # linux_cuda's default
         aotirt.compile(NoKernel(), (), options=aotirt.CompileOptions(target="cuda"))
+    with pytest.raises(aotirt.LoweringError) as info:
+        aotirt.compile(NoKernel(), (), options=aotirt.CompileOptions(target="cuda", attention_backend="MATH"))
     assert "attention_backend" not in str(info.value)
 
 
@@ -253,7 +256,7 @@ def no_inductor(monkeypatch):
 
 
 def test_conv_with_aten_only_is_refused_before_inductor(past_the_gpu_checks, no_inductor, tmp_path):
-    opts = aotirt.CompileOptions(max_autotune_gemm_backends="aten")
+    opts = aotirt.CompileOptions(max_autotune_gemm_backends="aten", max_autotune_conv_backends="triton")
     with pytest.raises(aotirt.UnsupportedShimError, match=r"convolutions \(conv2d\).*'ATEN,TRITON'"):
         aotirt.compile(ConvNet(), (torch.randn(1, 3, 8, 8),), str(tmp_path / "m.pt2"), options=opts)
     assert not (tmp_path / "m.pt2").exists()
@@ -268,7 +271,12 @@ def test_conv_without_autotune_is_refused_naming_the_convolution_shim_where_the_
                                if not line.startswith("aoti_torch_cuda_convolution\t")))
     monkeypatch.setenv(platforms.MANIFEST_ENV, str(without))
     with pytest.raises(aotirt.UnsupportedShimError, match="aoti_torch_cuda_convolution, which the linux_cuda"):
-        aotirt.compile(ConvNet(), (torch.randn(1, 3, 8, 8),), options=aotirt.CompileOptions(max_autotune=False))
+        aotirt.compile(ConvNet(), (torch.randn(1, 3, 8, 8),),
+                       options=aotirt.CompileOptions(max_autotune=False, max_autotune_conv_backends="TRITON"))
+    # the default conv backends (ATEN on linux_cuda) are refused up front there, naming the shim
+    with pytest.raises(aotirt.UnsupportedPlatformError, match="max_autotune_conv_backends='ATEN'.*"
+                                                               "aoti_torch_cuda_convolution is not in its set"):
+        aotirt.compile(ConvNet(), (torch.randn(1, 3, 8, 8),))
 
 
 class _ReachedInductor(Exception):
@@ -297,7 +305,8 @@ def test_conv_reaches_inductor_with_the_cudnn_fallback_on_linux_cuda(past_the_gp
 def test_small_gpu_is_refused_suggesting_aten_triton(past_the_gpu_checks, no_inductor, monkeypatch):
     monkeypatch.setattr(platforms, "gpu_properties", lambda index=None: platforms.GpuProperties("Jetson Orin", 16, 8, 7))
     with pytest.raises(aotirt.SmallGpuError, match=r"Jetson Orin has 16 SMs.*'ATEN,TRITON'"):
-        aotirt.compile(ExportSpy(), (torch.randn(2, 4),))
+        aotirt.compile(ExportSpy(), (torch.randn(2, 4),),
+                       options=aotirt.CompileOptions(max_autotune_gemm_backends="TRITON"))
 
 
 def test_rocm_refusals_come_before_export(monkeypatch):
@@ -360,7 +369,7 @@ def test_package_scan_refuses_what_the_hooks_missed(tmp_path):
 def test_no_valid_choices_gets_a_hint(past_the_gpu_checks):
     # On CPU there are no Triton GEMM templates: with TRITON only Inductor finds no GEMM choice, as on a small GPU.
     with pytest.raises(aotirt.LoweringError, match=r"no kernel choice .*NoValidChoicesError.*use max_autotune_gemm_backends='ATEN,TRITON'"):
-        aotirt.compile(Gemms(), _gemm_inputs())
+        aotirt.compile(Gemms(), _gemm_inputs(), options=aotirt.CompileOptions(max_autotune_gemm_backends="TRITON"))
 
 
 def test_collector_names_op_fallbacks_by_their_shim():

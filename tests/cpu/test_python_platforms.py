@@ -169,10 +169,12 @@ def test_attention_refusals_are_derived_from_the_manifest(tmp_path, monkeypatch)
 
 def test_support_table_lists_the_attention_and_conv_backends(man):
     rows = [re.split(r"\s{2,}", r.strip()) for r in platforms.support_table(man).splitlines()[:4]]
-    assert rows[0][4:] == ["attention backends", "conv backends"]
+    assert rows[0][4:] == ["attention backends", "conv backends", "defaults (GEMM / conv / attention)"]
     by_key = {r[0]: r[4:] for r in rows[1:]}
-    assert by_key["linux_cuda"] == ["MATH, CUDNN, TRITON", "TRITON, ATEN,TRITON, ATEN"]
-    assert by_key["windows_cuda"] == by_key["rocm"] == ["MATH, TRITON", "TRITON"]
+    assert by_key["linux_cuda"] == ["MATH, CUDNN, TRITON, CUDNN,TRITON", "TRITON, ATEN,TRITON, ATEN",
+                                    "ATEN / ATEN / CUDNN,TRITON"]
+    assert by_key["windows_cuda"] == ["MATH, TRITON", "TRITON", "TRITON / TRITON / TRITON"]
+    assert by_key["rocm"] == ["MATH, TRITON", "TRITON", "TRITON / TRITON / MATH"]
 
 
 @pytest.mark.parametrize("key", ["windows_cuda", "rocm"])
@@ -311,7 +313,13 @@ def test_convolution_with_aten_only_is_refused_up_front():
     with pytest.raises(aotirt.UnsupportedShimError, match=r"convolutions \(conv2d\).*NoValidChoicesError.*"
                                                           r"use max_autotune_gemm_backends='ATEN,TRITON' or "
                                                           r"max_autotune_conv_backends='ATEN,TRITON'"):
-        platforms.check_model(aotirt.CompileOptions(max_autotune_gemm_backends="ATEN"), CONV, "linux_cuda")
+        platforms.check_model(aotirt.CompileOptions(max_autotune_gemm_backends="ATEN",
+                                                    max_autotune_conv_backends="TRITON"), CONV, "linux_cuda")
+
+
+def test_convolution_with_the_default_backends_is_fine_on_linux_cuda():
+    """linux_cuda's defaults: ATEN GEMMs and the cuDNN convolution shim."""
+    platforms.check_model(aotirt.CompileOptions(), CONV, "linux_cuda")
 
 
 @pytest.mark.parametrize("conv", ["ATEN", "ATEN,TRITON"])
@@ -354,14 +362,16 @@ def test_convolution_fallback_refusal_is_derived_from_the_manifest(tmp_path, mon
                              r"lacks: use max_autotune_conv_backends='TRITON'"):
         aotirt.CompileOptions(target="cuda", max_autotune_conv_backends="ATEN")
     with pytest.raises(aotirt.UnsupportedShimError, match="NoValidChoicesError") as i:
-        platforms.check_model(aotirt.CompileOptions(max_autotune_gemm_backends="ATEN"), CONV, "linux_cuda")
+        platforms.check_model(aotirt.CompileOptions(max_autotune_gemm_backends="ATEN", max_autotune_conv_backends="TRITON"),
+                              CONV, "linux_cuda")
     assert str(i.value).endswith("use max_autotune_gemm_backends='ATEN,TRITON'")  # no cuDNN hint without the shim
     with_rocm = _with_conv_on(tmp_path, monkeypatch, ["linux_cuda", "rocm"])
     assert platforms.conv_shims_missing("rocm") == []
     opts = aotirt.CompileOptions(target="rocm", max_autotune_conv_backends="aten")
     assert platforms.check_options(opts, "rocm") == "rocm"
     platforms.check_model(opts, CONV, "rocm", with_rocm)
-    assert platforms.support_table(with_rocm).splitlines()[3].endswith("TRITON, ATEN,TRITON, ATEN")  # the rocm row
+    assert re.split(r"\s{2,}", platforms.support_table(with_rocm).splitlines()[3].strip())[5] == \
+        "TRITON, ATEN,TRITON, ATEN"  # the rocm row's conv backends
 
 
 @pytest.mark.parametrize("backends", ["TRITON", "ATEN,TRITON"])
@@ -387,7 +397,7 @@ def test_small_gpu_detection_mirrors_is_big_gpu(gpu, big):
 @pytest.mark.parametrize("gpu", [ORIN, RTX3060, EDGE])
 def test_small_gpu_with_triton_only_is_refused_suggesting_aten_triton(gpu):
     with pytest.raises(aotirt.SmallGpuError) as info:
-        platforms.check_gpu(aotirt.CompileOptions(), gpu, "cuda", GEMM)
+        platforms.check_gpu(aotirt.CompileOptions(max_autotune_gemm_backends="TRITON"), gpu, "cuda", GEMM)
     msg = str(info.value)
     assert f"has {gpu.sm_count} SMs, fewer than the 68" in msg and "max_autotune_gemm_backends='ATEN,TRITON'" in msg
 
@@ -397,6 +407,10 @@ def test_small_gpu_with_triton_only_is_refused_suggesting_aten_triton(gpu):
                                   aotirt.CompileOptions(max_autotune=False)])
 def test_small_gpu_with_aten_or_without_autotune_is_fine(opts):
     platforms.check_gpu(opts, ORIN, "cuda", GEMM)
+
+
+def test_small_gpu_with_the_default_backends_is_fine_on_linux_cuda():
+    platforms.check_gpu(aotirt.CompileOptions(), ORIN, "cuda", platforms.ModelFeatures(("addmm",), ("conv2d",)))
 
 
 def test_small_gpu_without_gemms_is_fine_and_big_gpu_always():
@@ -409,7 +423,8 @@ def test_small_gpu_with_triton_convolutions_is_refused_suggesting_aten_convs(gem
     with pytest.raises(aotirt.SmallGpuError, match=r"with max_autotune_conv_backends='TRITON' the convolutions in "
                                                    r"this model \(conv2d\) have no kernel choice: use "
                                                    r"max_autotune_conv_backends='ATEN,TRITON' .*or max_autotune=OFF"):
-        platforms.check_gpu(aotirt.CompileOptions(max_autotune_gemm_backends=gemm), ORIN, "cuda", CONV)
+        platforms.check_gpu(aotirt.CompileOptions(max_autotune_gemm_backends=gemm, max_autotune_conv_backends="TRITON"),
+                            ORIN, "cuda", CONV)
 
 
 @pytest.mark.parametrize("opts", [
@@ -422,7 +437,7 @@ def test_small_gpu_with_convolutions_and_the_cudnn_fallback_is_fine_on_linux_cud
 
 
 def test_small_gpu_with_aten_convs_but_triton_gemms_is_refused_for_the_1x1_convolution_gemms():
-    opts = aotirt.CompileOptions(max_autotune_conv_backends="ATEN")
+    opts = aotirt.CompileOptions(max_autotune_conv_backends="ATEN", max_autotune_gemm_backends="TRITON")
     with pytest.raises(aotirt.SmallGpuError, match="the GEMMs Inductor makes of this model's 1x1 convolutions have "
                                                    "no kernel choice.*max_autotune_gemm_backends='ATEN,TRITON'"):
         platforms.check_gpu(opts, ORIN, "cuda", CONV)

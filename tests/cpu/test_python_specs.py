@@ -9,8 +9,8 @@ from aotirt import specs
 
 def _meta(**over):
     base = {"aotirt_version": aotirt.__version__, "aotirt_float32_matmul_precision": "highest",
-            "aotirt_platform": "linux_cuda", "aotirt_max_autotune": "ON", "aotirt_max_autotune_gemm_backends": "TRITON",
-            "aotirt_attention_backend": "MATH"}
+            "aotirt_platform": "linux_cuda", "aotirt_max_autotune": "ON", "aotirt_max_autotune_gemm_backends": "ATEN",
+            "aotirt_attention_backend": "CUDNN,TRITON"}  # linux_cuda's defaults (specs.PLATFORM_DEFAULTS)
     base.update(over)
     return base
 
@@ -23,16 +23,42 @@ def test_default_options_map_to_the_runtime_contract():
         "aot_inductor.package_constants_in_so": False,
         "aot_inductor.package_constants_on_disk_format": "binary_blob",
         "max_autotune": True,
-        "max_autotune_gemm_backends": "TRITON",
-        "max_autotune_conv_backends": "TRITON",
+        "max_autotune_gemm_backends": "ATEN",
+        "max_autotune_conv_backends": "ATEN",
         "aot_inductor.metadata": _meta(),
     }
 
 
-def test_default_is_triton_max_autotune_highest_forward_linux():
+def test_default_is_the_platforms_backends_max_autotune_highest_forward_linux():
     opts = aotirt.CompileOptions()
-    assert (opts.max_autotune_gemm_backends, opts.max_autotune, opts.float32_matmul_precision, opts.method_name,
-            opts.platform, opts.target) == ("TRITON", True, "highest", "forward", "linux", None)
+    assert (opts.max_autotune_gemm_backends, opts.max_autotune_conv_backends, opts.attention_backend,
+            opts.max_autotune, opts.float32_matmul_precision, opts.method_name, opts.platform, opts.target) == (
+        None, None, None, True, "highest", "forward", "linux", None)
+    assert opts.resolved("cuda") == dataclasses.replace(
+        opts, max_autotune_gemm_backends="ATEN", max_autotune_conv_backends="ATEN", attention_backend="CUDNN,TRITON")
+    assert opts.resolved("rocm") == dataclasses.replace(
+        opts, max_autotune_gemm_backends="TRITON", max_autotune_conv_backends="TRITON", attention_backend="MATH")
+    win = aotirt.CompileOptions(platform="windows", shim_library_path="/x")
+    assert win.resolved() == dataclasses.replace(
+        win, max_autotune_gemm_backends="TRITON", max_autotune_conv_backends="TRITON", attention_backend="TRITON")
+    # a field given keeps its value; the others still take the platform's defaults
+    mixed = aotirt.CompileOptions(max_autotune_gemm_backends="TRITON").resolved("cuda")
+    assert (mixed.max_autotune_gemm_backends, mixed.max_autotune_conv_backends, mixed.attention_backend) == (
+        "TRITON", "ATEN", "CUDNN,TRITON")
+
+
+@pytest.mark.parametrize("key", ["linux_cuda", "windows_cuda", "rocm"])
+def test_platform_defaults_are_accepted_by_their_platform(key):
+    """Every platform's defaults pass its own refusals (a default a platform refuses would fail every lowering)."""
+    from aotirt import platforms
+    defaults = specs.platform_defaults(key)
+    kwargs = {"linux_cuda": {}, "windows_cuda": {"platform": "windows", "shim_library_path": "/x"},
+              "rocm": {"target": "rocm"}}[key]
+    opts = aotirt.CompileOptions(**kwargs, **defaults)
+    assert platforms.check_options(opts, "rocm" if key == "rocm" else "cuda") == key
+    assert aotirt.CompileOptions(**kwargs).resolved("rocm" if key == "rocm" else "cuda") == opts
+    with pytest.raises(aotirt.SpecError, match="no defaults for platform 'macos_metal'"):
+        specs.platform_defaults("macos_metal")
 
 
 @pytest.mark.parametrize("given,canonical", [
@@ -49,7 +75,7 @@ def test_every_value_maps_to_inductor_options(given, canonical, max_autotune, pr
     out = aotirt.inductor_options(opts, target="cuda")
     assert out["max_autotune"] is max_autotune
     assert out["max_autotune_gemm_backends"] == canonical
-    assert out["max_autotune_conv_backends"] == ("TRITON" if max_autotune else "ATEN")  # OFF: the ATen fallback
+    assert out["max_autotune_conv_backends"] == "ATEN"  # linux_cuda's default; OFF: the ATen fallback anyway
     assert out["aot_inductor.metadata"] == _meta(aotirt_float32_matmul_precision=precision,
                                                  aotirt_max_autotune="ON" if max_autotune else "OFF",
                                                  aotirt_max_autotune_gemm_backends=canonical)
@@ -93,17 +119,18 @@ def test_target_is_detected_from_torch_version_hip(monkeypatch):
     ({"max_autotune_conv_backends": "AUTO"}, r"\['AUTO'\]; valid: \['TRITON', 'ATEN,TRITON', 'ATEN'\]"),
     ({"max_autotune_conv_backends": "TRITON,CK"}, r"\['CK'\]; valid: \['TRITON', 'ATEN,TRITON', 'ATEN'\]"),
     ({"max_autotune_conv_backends": " , "}, "max_autotune_conv_backends=' , ' has an empty value"),
-    ({"max_autotune_conv_backends": None}, "max_autotune_conv_backends must be a string, one of"),
+    ({"max_autotune_conv_backends": 3}, "max_autotune_conv_backends must be a string, one of"),
     ({"float32_matmul_precision": "medium"}, r"'medium' is not valid; valid: \['highest', 'high'\]"),
     ({"max_autotune": "yes"}, "max_autotune must be True or False"),
     ({"max_autotune": 1}, "max_autotune must be True or False"),
     ({"platform": "macos"}, r"platform='macos' is not valid; valid: \['linux', 'windows'\]"),
     ({"target": "metal"}, r"target='metal' is not valid; valid: \['cuda', 'rocm'\]"),
     ({"method_name": "my method"}, "must be a Python identifier"),
-    ({"attention_backend": "FLASH"}, r"attention_backend='FLASH' is not valid; valid: \['MATH', 'CUDNN', 'TRITON'\]"),
-    ({"attention_backend": "MATH,CUDNN"}, r"valid: \['MATH', 'CUDNN', 'TRITON'\]"),
-    ({"attention_backend": " "}, r"valid: \['MATH', 'CUDNN', 'TRITON'\]"),
-    ({"attention_backend": None}, r"attention_backend must be a string, one of \['MATH', 'CUDNN', 'TRITON'\], got NoneType"),
+    ({"attention_backend": "FLASH"}, r"attention_backend='FLASH' is not valid; valid: \['MATH', 'CUDNN', 'TRITON', 'CUDNN,TRITON'\]"),
+    ({"attention_backend": "MATH,CUDNN"}, r"valid: \['MATH', 'CUDNN', 'TRITON', 'CUDNN,TRITON'\]"),
+    ({"attention_backend": " "}, r"valid: \['MATH', 'CUDNN', 'TRITON', 'CUDNN,TRITON'\]"),
+    ({"attention_backend": 3}, r"attention_backend must be a string, one of \['MATH', 'CUDNN', 'TRITON', 'CUDNN,TRITON'\], got int"),
+    ({"attention_backend": "CUDNN,TRITON,MATH"}, r"valid: \['MATH', 'CUDNN', 'TRITON', 'CUDNN,TRITON'\]"),
 ])
 def test_invalid_values_raise_spec_error_listing_valid_values(kwargs, match):
     with pytest.raises(aotirt.SpecError, match=match) as info:
@@ -140,11 +167,14 @@ def test_conv_backend_values_are_normalized_and_passed_to_inductor(given, canoni
     assert opts.max_autotune_conv_backends == canonical
     out = aotirt.inductor_options(opts, target="cuda")
     assert out["max_autotune_conv_backends"] == canonical
-    assert out["max_autotune_gemm_backends"] == "TRITON" and out["aot_inductor.metadata"] == _meta()
+    assert out["max_autotune_gemm_backends"] == "ATEN" and out["aot_inductor.metadata"] == _meta()
 
 
-def test_conv_backends_default_to_triton():
-    assert aotirt.CompileOptions().max_autotune_conv_backends == specs.DEFAULT_CONV_BACKENDS == "TRITON"
+def test_conv_backends_default_to_the_platforms():
+    assert aotirt.CompileOptions().max_autotune_conv_backends is None
+    assert aotirt.inductor_options(target="cuda")["max_autotune_conv_backends"] == "ATEN"
+    assert aotirt.inductor_options(aotirt.CompileOptions(target="rocm"))["max_autotune_conv_backends"] == "TRITON"
+    assert specs.PLATFORM_DEFAULTS["windows_cuda"]["max_autotune_conv_backends"] == "TRITON"
 
 
 @pytest.mark.parametrize("kwargs,key", [({"platform": "windows"}, "windows_cuda"), ({"target": "rocm"}, "rocm")])
@@ -203,9 +233,15 @@ def test_attention_backend_values_are_accepted_on_linux_cuda_and_recorded(given,
     assert specs.validate(opts) is None
 
 
-def test_attention_backend_defaults_to_math():
-    assert aotirt.CompileOptions().attention_backend == specs.DEFAULT_ATTENTION_BACKEND == "MATH"
-    assert specs.VALID_ATTENTION_BACKENDS == ("MATH", "CUDNN", "TRITON")
+def test_attention_backend_defaults_to_the_platforms():
+    assert aotirt.CompileOptions().attention_backend is None
+    meta = lambda o: aotirt.inductor_options(o, target=o.target or "cuda")["aot_inductor.metadata"]  # noqa: E731
+    assert meta(aotirt.CompileOptions())["aotirt_attention_backend"] == "CUDNN,TRITON"
+    assert meta(aotirt.CompileOptions(target="rocm"))["aotirt_attention_backend"] == "MATH"
+    assert meta(aotirt.CompileOptions(platform="windows", shim_library_path="/x"))["aotirt_attention_backend"] == \
+        "TRITON"
+    assert specs.VALID_ATTENTION_BACKENDS == ("MATH", "CUDNN", "TRITON", "CUDNN,TRITON")
+    assert aotirt.CompileOptions(attention_backend="triton, Cudnn").attention_backend == "CUDNN,TRITON"
     # MATH and TRITON (no shim: the kernel is in the package) are accepted on every platform
     aotirt.CompileOptions(platform="windows", attention_backend="MATH")
     aotirt.CompileOptions(target="rocm", attention_backend="math")
@@ -235,7 +271,7 @@ def test_attention_backend_in_inductor_configs_is_validated_and_overrides():
     out = aotirt.inductor_options(aotirt.CompileOptions(), {"attention_backend": "cudnn"}, target="cuda")
     assert out["aot_inductor.metadata"]["aotirt_attention_backend"] == "CUDNN" and "attention_backend" not in out
     assert specs.effective_options(None, {"attention_backend": "cudnn"}).attention_backend == "CUDNN"
-    with pytest.raises(aotirt.SpecError, match=r"valid: \['MATH', 'CUDNN', 'TRITON'\]"):
+    with pytest.raises(aotirt.SpecError, match=r"valid: \['MATH', 'CUDNN', 'TRITON', 'CUDNN,TRITON'\]"):
         aotirt.inductor_options(aotirt.CompileOptions(), {"attention_backend": "FLASH"}, target="cuda")
     with pytest.raises(aotirt.UnsupportedPlatformError, match="use attention_backend='MATH'"):
         aotirt.inductor_options(aotirt.CompileOptions(target="rocm"), {"attention_backend": "CUDNN"})
@@ -330,14 +366,15 @@ class Spec:
     ([Spec("target", b"rocm")], aotirt.CompileOptions(target="rocm")),
     ([Spec("attention_backend", b"CUDNN")], aotirt.CompileOptions(attention_backend="CUDNN")),
     ([Spec("attention_backend", b" cudnn")], aotirt.CompileOptions(attention_backend="CUDNN")),
-    ([Spec("attention_backend", b"MATH")], aotirt.CompileOptions()),
+    ([Spec("attention_backend", b"MATH")], aotirt.CompileOptions(attention_backend="MATH")),
     ([Spec("max_autotune_gemm_backends", b"ATEN,TRITON"), Spec("attention_backend", b"CUDNN")],
      aotirt.CompileOptions(max_autotune_gemm_backends="ATEN,TRITON", attention_backend="CUDNN")),
-    ([Spec("target", b"rocm"), Spec("attention_backend", b"MATH")], aotirt.CompileOptions(target="rocm")),
+    ([Spec("target", b"rocm"), Spec("attention_backend", b"MATH")],
+     aotirt.CompileOptions(target="rocm", attention_backend="MATH")),
     ([Spec("max_autotune_conv_backends", b"triton, aten")],
      aotirt.CompileOptions(max_autotune_conv_backends="ATEN,TRITON")),
     ([Spec("max_autotune_conv_backends", b"ATEN")], aotirt.CompileOptions(max_autotune_conv_backends="ATEN")),
-    ([Spec("max_autotune_conv_backends", b"TRITON")], aotirt.CompileOptions()),
+    ([Spec("max_autotune_conv_backends", b"TRITON")], aotirt.CompileOptions(max_autotune_conv_backends="TRITON")),
 ])
 def test_compile_specs_parse_to_options(specs_, expected):
     opts, extra = specs.options_from_compile_specs(specs_ + [Spec("target_device", b"cuda:1")])
@@ -357,7 +394,7 @@ def test_compile_specs_parse_to_options(specs_, expected):
     ([Spec("platform", b"windows"), Spec("max_autotune_gemm_backends", b"ATEN")], aotirt.UnsupportedPlatformError,
      "windows_cuda"),
     ([Spec("target", b"rocm"), Spec("max_autotune", b"OFF")], aotirt.UnsupportedPlatformError, "max_autotune=OFF"),
-    ([Spec("attention_backend", b"FLASH")], aotirt.SpecError, r"'FLASH' is not valid; valid: \['MATH', 'CUDNN', 'TRITON'\]"),
+    ([Spec("attention_backend", b"FLASH")], aotirt.SpecError, r"'FLASH' is not valid; valid: \['MATH', 'CUDNN', 'TRITON', 'CUDNN,TRITON'\]"),
     ([Spec("platform", b"windows"), Spec("attention_backend", b"CUDNN")], aotirt.UnsupportedPlatformError,
      r"windows_cuda: attention_backend='CUDNN'.*use attention_backend='MATH'.*or 'TRITON'"),
     ([Spec("target", b"rocm"), Spec("attention_backend", b"cudnn")], aotirt.UnsupportedPlatformError,

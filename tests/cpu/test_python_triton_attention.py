@@ -117,3 +117,73 @@ def test_configs_fit_registers_and_shared_memory(d, dv, elem):
 def test_block_sizes_are_powers_of_two_at_least_16():
     assert [ta._next_pow2(n) for n in (1, 16, 17, 64, 80, 96, 128, 200, 256)] == [16, 16, 32, 64, 128, 128, 128,
                                                                                   256, 256]
+
+
+# ---- attention_backend CUDNN,TRITON (linux_cuda's default): per call, the cuDNN shims where they take it ----------
+class _Mixed(torch.nn.Module):
+    """Three SDPA calls: bf16 head dim 64 (cuDNN takes it), fp32 (only Triton), bf16 head dim 12 (only Triton)."""
+
+    def forward(self, q, k, v, q32, k32, v32, q12):
+        return (F.scaled_dot_product_attention(q, k, v, is_causal=True),
+                F.scaled_dot_product_attention(q32, k32, v32),
+                F.scaled_dot_product_attention(q12, q12, q12))
+
+
+def _mixed_inputs():
+    bf = torch.bfloat16
+    q = torch.randn(1, 2, 8, 64, dtype=bf)
+    q32 = torch.randn(1, 2, 8, 64)
+    return (q, q.clone(), q.clone(), q32, q32.clone(), q32.clone(), torch.randn(1, 2, 8, 12, dtype=bf))
+
+
+def test_cudnn_triton_sends_to_triton_exactly_the_calls_cudnn_cannot_take():
+    ep = torch.export.export(_Mixed(), _mixed_inputs())
+    sdpa = [n for n in ep.graph.nodes if n.target == torch.ops.aten.scaled_dot_product_attention.default]
+    opts = aotirt.CompileOptions(attention_backend="triton, cudnn")
+    assert opts.attention_backend == "CUDNN,TRITON"
+    platforms.check_attention(opts, platforms.model_features(ep.graph))  # every call has a kernel
+    picked = lowering.sdpa_nodes_for_triton(torch, ep, opts)
+    assert picked == sdpa[1:]  # fp32 and head dim 12; the bf16 d=64 call stays for the cuDNN shims
+    assert lowering.sdpa_nodes_for_triton(torch, ep, aotirt.CompileOptions(attention_backend="TRITON")) is None
+    assert lowering.sdpa_nodes_for_triton(torch, ep, aotirt.CompileOptions(attention_backend="CUDNN")) == []
+    lowering.rewrite_attention(torch, ep, opts)
+    targets = [n.target for n in ep.graph.nodes if n.op == "call_function"
+               and n.target in (ta.register(), torch.ops.aten.scaled_dot_product_attention.default)]
+    assert targets == [torch.ops.aten.scaled_dot_product_attention.default, ta.register(), ta.register()]
+    # CUDNN alone refuses the same model before Inductor, naming both calls
+    with pytest.raises(aotirt.UnsupportedShimError, match=r"'CUDNN' cannot run 2 SDPA call"):
+        platforms.check_attention(aotirt.CompileOptions(attention_backend="CUDNN"),
+                                  platforms.model_features(torch.export.export(_Mixed(), _mixed_inputs()).graph))
+
+
+def test_cudnn_triton_refuses_calls_neither_takes_with_both_reasons():
+    opts = aotirt.CompileOptions(attention_backend="CUDNN,TRITON")
+    with pytest.raises(aotirt.UnsupportedShimError,
+                       match=r"'CUDNN,TRITON' cannot run 1 SDPA call.*cuDNN: dtype float64.*Triton: dtype float64.*"
+                             r"attention_backend='MATH'"):
+        platforms.check_attention(opts, _features(torch.float64, 64))
+    with pytest.raises(aotirt.UnsupportedShimError, match=r"Triton: query/key head dim 320"):
+        platforms.check_attention(opts, _features(torch.bfloat16, 320))
+    # an SDPA already exported as a fused op has only the cuDNN shims (the Triton rewrite takes the aten op)
+    fused = platforms.ModelFeatures(attention=(("_scaled_dot_product_flash_attention", "float32", 64, 64, 0.0),))
+    with pytest.raises(aotirt.UnsupportedShimError, match=r"_scaled_dot_product_flash_attention: dtype float32"):
+        platforms.check_attention(opts, fused)
+    platforms.check_attention(opts, platforms.ModelFeatures(
+        attention=(("_scaled_dot_product_flash_attention", "bfloat16", 64, 64, 0.0),)))
+
+
+def test_cudnn_triton_context_is_the_fused_kernels_then_math():
+    """Under CUDNN,TRITON the lowering enables the fused kernels in torch's order and MATH last, so an SDPA call torch's
+    fused kernels refuse (its rules can be stricter than the shims') is decomposed instead of failing the export."""
+    b = torch.backends.cuda
+    before = list(torch._C._get_sdp_priority_order())
+    with lowering.sdpa_context(torch, aotirt.CompileOptions(attention_backend="CUDNN,TRITON")):
+        enabled = (b.cudnn_sdp_enabled(), b.flash_sdp_enabled(), b.mem_efficient_sdp_enabled(), b.math_sdp_enabled())
+        order = list(torch._C._get_sdp_priority_order())
+    assert enabled == (True, True, True, True)
+    from torch.nn.attention import SDPBackend
+    fused = [int(SDPBackend.CUDNN_ATTENTION), int(SDPBackend.FLASH_ATTENTION), int(SDPBackend.EFFICIENT_ATTENTION)]
+    assert max(order.index(x) for x in fused) < order.index(int(SDPBackend.MATH))
+    with lowering.sdpa_context(torch, aotirt.CompileOptions(attention_backend="CUDNN")):
+        assert not b.math_sdp_enabled()  # CUDNN alone: no silent decomposition
+    assert list(torch._C._get_sdp_priority_order()) == before  # restored on exit

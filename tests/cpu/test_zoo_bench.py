@@ -108,14 +108,15 @@ def test_defaults_and_flags():
             a.budget_s, a.work) == ("/tmp/o", ("hf_", "resnet18"), True, 2, 60.0, True, "both", 12, True, 540.0,
                                     "/tmp/w")
     assert zoo.parse_args(["--dtype", "bf16"]).dtype == "bf16"
-    assert a.attention_backend == "MATH" and zoo.parse_args(["--attention_backend", "CUDNN"]).attention_backend == "CUDNN"
+    assert a.attention_backend == "DEFAULT" and zoo.parse_args(["--attention_backend", "CUDNN"]).attention_backend == "CUDNN"
+    assert zoo.parse_args(["--attention_backend", "CUDNN,TRITON"]).attention_backend == "CUDNN,TRITON"
 
 
 @pytest.mark.parametrize("argv, why", [(["--workers", "0"], "must be >= 1"), (["--workers", "x"], "not an integer"),
                                        (["--timeout-s", "0"], "must be > 0"), (["--timeout-s", "x"], "not a number"),
                                        (["--dtype", "fp16"], "invalid choice"), (["--budget-s", "-1"], "must be >= 0"),
                                        (["--replays", "0"], "must be >= 1"), (["--bogus"], ""),
-                                       (["--attention_backend", "TRITON"], "invalid choice")])
+                                       (["--attention_backend", "FLASH"], "invalid choice")])
 def test_bad_flags_are_usage_errors(argv, why, capsys):
     with pytest.raises(SystemExit) as e:
         zoo.parse_args(argv)

@@ -111,3 +111,45 @@ def test_fused_attention_under_a_whole_model_graph(backend):
         got = captured(*xs)
         got = got[0] if isinstance(got, (list, tuple)) else got
         torch.testing.assert_close(got, want, **TOL["bfloat16"])
+
+
+if HAVE_CUDA:
+    class MixedPrecision(nn.Module):
+        """A bf16 causal block (cuDNN takes its SDPA) then an fp32 block (cuDNN does not: the Triton kernel runs it)."""
+
+        def __init__(self):
+            super().__init__()
+            self.low = Block(256, 4, 4, causal=True).to(torch.bfloat16)
+            self.high = Block(256, 4, 4)
+
+        def forward(self, x):
+            return self.high(self.low(x).float())
+
+
+@requires_gpu
+def test_default_attention_backend_sends_each_call_to_the_kernel_that_takes_it():
+    """linux_cuda's default (CUDNN,TRITON, specs.PLATFORM_DEFAULTS): the bf16 SDPA calls an SDPA shim, the fp32 one
+    our Triton kernel, in one package; outputs match eager, also under a whole-model CUDA graph."""
+    import aotirt
+    torch.manual_seed(0)
+
+    def make_inputs(seed):
+        g = torch.Generator(device="cuda").manual_seed(seed)
+        return (torch.randn(2, 128, 256, device="cuda", dtype=torch.bfloat16, generator=g),)
+
+    model, path = compiled("attn_default_mixed", lambda: MixedPrecision().to("cuda").eval(), make_inputs(0),
+                           options=aotirt.CompileOptions(max_autotune=False))
+    src = _wrapper_source(path)
+    assert [s for s in SDPA_SHIMS if s + "(" in src], "the bf16 SDPA calls no SDPA shim"
+    assert "sdpa_fwd" in src, "the fp32 SDPA does not run the Triton kernel"
+    runner = aotirt.load(path)
+    assert runner.metadata["aotirt_attention_backend"] == "CUDNN,TRITON"
+    captured = aotirt.capture(aotirt.load(path), *make_inputs(0))
+    for seed in (1, 2):
+        xs = make_inputs(seed)
+        with torch.no_grad():
+            want = model(*xs)
+        for run in (runner, captured):
+            got = run(*xs)
+            got = got[0] if isinstance(got, (list, tuple)) else got
+            torch.testing.assert_close(got, want, **TOL["bfloat16"])

@@ -75,17 +75,20 @@ def _check_matches_eager(model, path, inputs, dtype_name="float32"):
 
 
 @requires_gpu
-def test_default_spec_is_triton_and_calls_no_gemm_shim():
+def test_default_spec_is_the_platforms_aten_gemms_on_the_gemm_shims():
+    """linux_cuda's defaults (specs.PLATFORM_DEFAULTS, from the benchmarks): ATEN GEMMs, i.e. cuBLASLt through our
+    GEMM shims, recorded in the metadata."""
     import aotirt
     torch.manual_seed(0)
     model, path = compiled("lowering_small_default", lambda: Small().cuda().eval(), small_inputs())
     meta = _metadata(path)
-    assert meta["aotirt_max_autotune_gemm_backends"] == "TRITON" and meta["aotirt_max_autotune"] == "ON"
+    assert meta["aotirt_max_autotune_gemm_backends"] == "ATEN" and meta["aotirt_max_autotune"] == "ON"
+    assert meta["aotirt_attention_backend"] == "CUDNN,TRITON"
     assert meta["aotirt_platform"] == "linux_cuda"
     src = _wrapper_source(path)
-    assert "aoti_torch_cuda_mm_out(" not in src and "aoti_torch_cuda_bmm_out(" not in src
+    assert "aoti_torch_cuda_mm_out(" in src or "aoti_torch_cuda_bmm_out(" in src or "aoti_torch_cuda_addmm_out(" in src
     _check_matches_eager(model, path, small_inputs())
-    assert aotirt.CompileOptions().max_autotune_gemm_backends == "TRITON"
+    assert aotirt.CompileOptions().max_autotune_gemm_backends is None  # None: the platform's default
 
 
 @requires_gpu
@@ -129,7 +132,8 @@ def test_convolution_refusal_comes_before_inductor():
     # GEMMs on ATEN only and convolutions on TRITON only: NoValidChoicesError in Inductor otherwise
     with pytest.raises(aotirt.UnsupportedShimError, match="'ATEN,TRITON'"):
         aotirt.compile(ConvNet().cuda().eval(), (x,),
-                       options=aotirt.CompileOptions(max_autotune_gemm_backends="ATEN"))
+                       options=aotirt.CompileOptions(max_autotune_gemm_backends="ATEN",
+                                                     max_autotune_conv_backends="TRITON"))
     assert time.perf_counter() - t0 < 60, "refused up front, not after autotuning"
 
 
@@ -165,7 +169,8 @@ def test_convolution_with_triton_lowers_and_runs():
     x = torch.randn(2, 3, 16, 16, device="cuda")
     torch.manual_seed(0)
     model, path = compiled("lowering_conv_aten_triton", lambda: ConvNet().cuda().eval(), (x,),
-                           options=aotirt.CompileOptions(max_autotune_gemm_backends="ATEN,TRITON"))
+                           options=aotirt.CompileOptions(max_autotune_gemm_backends="ATEN,TRITON",
+                                                         max_autotune_conv_backends="TRITON"))
     assert "aoti_torch_cuda_convolution(" not in _wrapper_source(path)
     _check_matches_eager(model, path, (x,))
 

@@ -63,13 +63,13 @@ if HAVE_CUDA:
     }
 
     def options_for(name, dtype_name):
-        """float32 models (but attention) use the default (Triton GEMMs, autotuned); the others let Inductor call
+        """float32 models (but attention) use Triton GEMMs and convolutions (autotuned); the others let Inductor call
         the cuBLASLt GEMM shims (ATEN), which also keeps this suite's compile time down. Convolutions are Triton
-        templates in both."""
+        templates in both (the cuDNN convolution shim has tests of its own)."""
         import aotirt
         # Inductor's Triton conv templates are only offered when TRITON is among the GEMM backends.
         if (dtype_name == "float32" and name != "attn") or name == "conv":
-            return aotirt.CompileOptions()
+            return aotirt.CompileOptions(max_autotune_gemm_backends="TRITON", max_autotune_conv_backends="TRITON")
         return aotirt.CompileOptions(max_autotune=True, max_autotune_gemm_backends="ATEN")
 
     def build(name, dtype_name):

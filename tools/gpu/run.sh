@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (through the device tool), from the repo root with gpu_bundle/ carried:
-#   bash tools/gpu/run.sh [tests|verify|cc|memcheck|racecheck|tsan|serving|py|bench|models|zoo|main|all|pack]...
+#   bash tools/gpu/run.sh [tests|verify|cc|memcheck|memcheck_py|racecheck|tsan|serving|py|bench|models|zoo|main|all|pack]...
 # Writes logs and JSON under $OUT (default ./out) and a summary line per suite. No Bazel there.
 #   tests = cc memcheck py;  all = tests main bench;  verify = py beside cc+memcheck;  racecheck and tsan (the
 #   bundle's tsan/ binaries: BUNDLE_TSAN=1 bash tools/gpu/bundle.sh) run when named (minutes under the sanitizers)
@@ -262,6 +262,26 @@ run_py_tests() {
   record_suite py "$p" "$f" "$s" "pytest exit $rc"
 }
 
+run_memcheck_py() {
+  # compute-sanitizer memcheck over the cuDNN attention and convolution shim tests (pytest drives the shims through
+  # ctypes; torch's reference kernels run under the sanitizer too), at small random-case counts. No leak check: the
+  # caching allocators of torch and of our pool keep memory by design.
+  local cs; cs="$(find_compute_sanitizer)"
+  [[ -n "$cs" ]] || { record_suite memcheck_py 0 0 0 "compute-sanitizer not found"; return; }
+  rm -f "$OUT/memcheck_py.xml"
+  AOTIRT_ATTENTION_CASES="${MEMCHECK_PY_CASES:-24}" AOTIRT_CONV_CASES="${MEMCHECK_PY_CASES:-24}" \
+    timeout "${MEMCHECK_PY_TIMEOUT:-420}" "$cs" --tool memcheck --error-exitcode 99 \
+    $PY -m pytest -q -rs -p no:cacheprovider tests/gpu/test_attention_shims.py tests/gpu/test_convolution_shims.py \
+    -k "random_cases or clear_errors" --junitxml="$OUT/memcheck_py.xml" > "$OUT/memcheck_py.log" 2>&1
+  local rc=$? p=0 f=0 s=0 counts errors
+  errors="$(grep -m1 -o 'ERROR SUMMARY: [0-9]* error' "$OUT/memcheck_py.log" || echo "no ERROR SUMMARY")"
+  tail -3 "$OUT/memcheck_py.log"
+  counts="$(pytest_counts "$OUT/memcheck_py.xml")"
+  [[ -n "$counts" ]] && read -r p f s <<< "$counts"
+  ((rc != 0 && f == 0)) && f=1  # sanitizer errors (exit 99), a crash or a timeout
+  record_suite memcheck_py "$p" "$f" "$s" "exit $rc, $errors"
+}
+
 run_models() {
   # benchmarks/models.py with MODELS_ARGS (e.g. "--models pi05 --compile-only"); merges into a copy of the repo's
   # results JSON so rows of this run sit beside the recorded ones (the report names each row's run).
@@ -380,6 +400,7 @@ main() {
       tests|all)
         run_cc_tests; run_memcheck; run_py_tests ;;&
       memcheck) run_memcheck ;;
+      memcheck_py) run_memcheck_py ;;
       racecheck) run_racecheck ;;
       tsan) run_tsan ;;
       serving) run_serving ;;
@@ -388,7 +409,7 @@ main() {
       main|all) run_main ;;&
       bench|all) run_bench ;;
       tests|all|main) ;;
-      *) echo "unknown suite '$s' (tests|verify|cc|memcheck|racecheck|tsan|serving|py|bench|models|zoo|main|all|pack)" | tee -a "$summary"
+      *) echo "unknown suite '$s' (tests|verify|cc|memcheck|memcheck_py|racecheck|tsan|serving|py|bench|models|zoo|main|all|pack)" | tee -a "$summary"
          SUITE_FAILURES+=("$s") ;;
     esac
   done

@@ -544,3 +544,26 @@ def test_shim_index_is_current_and_every_shim_has_a_test():
     assert r.returncode == 0, r.stderr + r.stdout
     text = read("docs/SHIMS.md")
     assert "**none**" not in text, [l for l in text.splitlines() if "**none**" in l]
+
+
+def test_run_memcheck_py_suite_counts_pytest_and_fails_on_sanitizer_errors(tmp_path):
+    """memcheck_py runs pytest under compute-sanitizer: the counts come from pytest's JUnit XML, and a sanitizer
+    error (exit 99) fails the suite even when every test passed."""
+    b = fake_bundle(tmp_path, {})
+    fake = tmp_path / "fakebin"
+    calls = tmp_path / "cs_calls"
+    xml = ('<testsuites><testsuite tests="3" failures="0" errors="0" skipped="0"></testsuite></testsuites>')
+    write_exe(str(fake / "compute-sanitizer"), f"""#!/bin/sh
+echo "$* CASES=$AOTIRT_ATTENTION_CASES/$AOTIRT_CONV_CASES" >> {calls}
+for a in "$@"; do case "$a" in --junitxml=*) echo '{xml}' > "${{a#--junitxml=}}";; esac; done
+echo "========= ERROR SUMMARY: ${{CS_ERRORS:-0}} errors"
+[ "${{CS_ERRORS:-0}}" = 0 ] || exit 99
+""")
+    env = {"PATH": f"{fake}:/usr/bin:/bin", "MEMCHECK_PY_CASES": "5"}
+    r, lines = run_sh(tmp_path, b, "memcheck_py", env=env)
+    assert r.returncode == 0, r.stdout
+    assert "memcheck_py: 3 passed, 0 failed, 0 skipped (exit 0, ERROR SUMMARY: 0 error" in r.stdout, r.stdout
+    logged = calls.read_text()
+    assert "--tool memcheck" in logged and "test_attention_shims.py" in logged and "CASES=5/5" in logged, logged
+    r, lines = run_sh(tmp_path, b, "memcheck_py", env={**env, "CS_ERRORS": "2"})
+    assert r.returncode != 0 and "memcheck_py: 3 passed, 1 failed" in r.stdout and "FAILED" in r.stdout, r.stdout
