@@ -124,6 +124,33 @@ def attention_shims_missing(key: str, manifest: Manifest | None = None) -> list:
     return sorted(set(SDPA_SHIMS) - supported_shims(key, manifest))
 
 
+# Defaults per platform (the shim manifest's platform key), set from the H200 benchmarks in benchmarks/RESULTS.md
+# ("Models run 5": with whole-model CUDA graphs, ATEN GEMMs + cuDNN attention + cuDNN convolutions were the fastest
+# lowering or within 2% of it on all five models, and 0.93-0.99x the faster of torch.compile(max-autotune) and
+# eager+graph; MATH attention was 6.2x slower at T=2048; TRITON attention 1.3-4.6x faster than MATH; "Models run 4":
+# ATEN GEMMs fastest with graphs on gemma, siglip and pi05). A field left None takes its platform's default when the
+# platform is known (aotirt.compile, the ExecuTorch backend, inductor_options); `resolved()` fills them in.
+# windows_cuda and rocm have no GEMM, convolution or attention shims: Triton everywhere. rocm keeps MATH attention:
+# the Triton attention kernel's configs have run only on NVIDIA GPUs (no AMD GPU was available to test them).
+PLATFORM_DEFAULTS: Mapping[str, Mapping[str, str]] = {
+    "linux_cuda": {"max_autotune_gemm_backends": "ATEN", "max_autotune_conv_backends": "ATEN",
+                   "attention_backend": "CUDNN,TRITON"},
+    "windows_cuda": {"max_autotune_gemm_backends": "TRITON", "max_autotune_conv_backends": "TRITON",
+                     "attention_backend": "TRITON"},
+    "rocm": {"max_autotune_gemm_backends": "TRITON", "max_autotune_conv_backends": "TRITON",
+             "attention_backend": "MATH"},
+}
+PLATFORM_DEFAULT_FIELDS = ("max_autotune_gemm_backends", "max_autotune_conv_backends", "attention_backend")
+
+
+def platform_defaults(key: str) -> Mapping[str, str]:
+    """The default GEMM / convolution / attention backends of a manifest platform (PLATFORM_DEFAULTS)."""
+    try:
+        return PLATFORM_DEFAULTS[key]
+    except KeyError:
+        raise SpecError(f"no defaults for platform {key!r}; known: {sorted(PLATFORM_DEFAULTS)}") from None
+
+
 def conv_shims_missing(key: str, manifest: Manifest | None = None) -> list:
     """The ATen convolution shims (ATEN_CONV_SHIMS) that `key`'s shim library does not export, sorted ([] on
     linux_cuda)."""
@@ -131,8 +158,7 @@ def conv_shims_missing(key: str, manifest: Manifest | None = None) -> list:
 
 
 def with_platform_defaults(opts, key: str):
-    """opts with its backend fields left None set to platform `key`'s defaults (specs.PLATFORM_DEFAULTS)."""
-    from aotirt.specs import PLATFORM_DEFAULT_FIELDS, platform_defaults
+    """opts with its backend fields left None set to platform `key`'s defaults (PLATFORM_DEFAULTS)."""
     unset = [f for f in PLATFORM_DEFAULT_FIELDS if hasattr(opts, f) and getattr(opts, f) is None]
     if not unset:
         return opts
@@ -472,7 +498,6 @@ def support_table(manifest: Manifest | None = None) -> str:
     """A text table: per platform, its shim count, the GEMM backends, max_autotune values, attention backends and
     conv backends lowering accepts, and the shims only some platforms have."""
     m = manifest or load_manifest()
-    from aotirt.specs import PLATFORM_DEFAULT_FIELDS, platform_defaults
     rows = [("platform", "shims", "GEMM backends", "max_autotune OFF", "attention backends", "conv backends",
              "defaults (GEMM / conv / attention)")]
     for key in PLATFORM_KEYS:

@@ -10,6 +10,7 @@ import dataclasses
 from typing import Any, Mapping
 
 from aotirt.errors import SpecError
+from aotirt.platforms import PLATFORM_DEFAULT_FIELDS, PLATFORM_DEFAULTS, platform_defaults  # noqa: F401
 from aotirt.version import __version__
 
 # GEMM backends our runtime can run: TRITON (kernels embedded in the wrapper) and ATEN (extern GEMMs through our
@@ -41,23 +42,7 @@ VALID_TARGETS = ("cuda", "rocm")
 # the order of CUDNN,TRITON do not matter.
 VALID_ATTENTION_BACKENDS = ("MATH", "CUDNN", "TRITON", "CUDNN,TRITON")
 
-# Defaults per platform (the shim manifest's platform key), set from the H200 benchmarks in benchmarks/RESULTS.md
-# ("Models run 5": with whole-model CUDA graphs, ATEN GEMMs + cuDNN attention + cuDNN convolutions were the fastest
-# lowering or within 2% of it on all five models, and 0.93-0.99x the faster of torch.compile(max-autotune) and
-# eager+graph; MATH attention was 6.2x slower at T=2048; TRITON attention 1.3-4.6x faster than MATH; "Models run 4":
-# ATEN GEMMs fastest with graphs on gemma, siglip and pi05). A field left None takes its platform's default when the
-# platform is known (aotirt.compile, the ExecuTorch backend, inductor_options); `resolved()` fills them in.
-# windows_cuda and rocm have no GEMM, convolution or attention shims: Triton everywhere. rocm keeps MATH attention:
-# the Triton attention kernel's configs have run only on NVIDIA GPUs (no AMD GPU was available to test them).
-PLATFORM_DEFAULTS: Mapping[str, Mapping[str, str]] = {
-    "linux_cuda": {"max_autotune_gemm_backends": "ATEN", "max_autotune_conv_backends": "ATEN",
-                   "attention_backend": "CUDNN,TRITON"},
-    "windows_cuda": {"max_autotune_gemm_backends": "TRITON", "max_autotune_conv_backends": "TRITON",
-                     "attention_backend": "TRITON"},
-    "rocm": {"max_autotune_gemm_backends": "TRITON", "max_autotune_conv_backends": "TRITON",
-             "attention_backend": "MATH"},
-}
-PLATFORM_DEFAULT_FIELDS = ("max_autotune_gemm_backends", "max_autotune_conv_backends", "attention_backend")
+# Defaults per platform: platforms.PLATFORM_DEFAULTS (set from the benchmarks; re-exported here).
 
 # Options the runtime depends on: a package compiled otherwise cannot be loaded by it. User inductor_configs may
 # repeat them with the same value but never change them.
@@ -109,14 +94,6 @@ def _normalize_attention_backend(value: Any, field: str = "attention_backend") -
                     f"MATH decomposes SDPA into matmuls + softmax, CUDNN calls the fused SDPA shims, TRITON compiles "
                     f"a Triton flash-attention kernel into the package, CUDNN,TRITON calls the shims where they take "
                     f"the call and the Triton kernel elsewhere)")
-
-
-def platform_defaults(key: str) -> Mapping[str, str]:
-    """The default GEMM / convolution / attention backends of a manifest platform (PLATFORM_DEFAULTS)."""
-    try:
-        return PLATFORM_DEFAULTS[key]
-    except KeyError:
-        raise SpecError(f"no defaults for platform {key!r}; known: {sorted(PLATFORM_DEFAULTS)}") from None
 
 
 def _choice(value: Any, valid: tuple, field: str, lower: bool = True) -> str:

@@ -10,7 +10,7 @@ from aotirt import specs
 def _meta(**over):
     base = {"aotirt_version": aotirt.__version__, "aotirt_float32_matmul_precision": "highest",
             "aotirt_platform": "linux_cuda", "aotirt_max_autotune": "ON", "aotirt_max_autotune_gemm_backends": "ATEN",
-            "aotirt_attention_backend": "CUDNN,TRITON"}  # linux_cuda's defaults (specs.PLATFORM_DEFAULTS)
+            "aotirt_attention_backend": "CUDNN,TRITON"}  # linux_cuda's defaults (platforms.PLATFORM_DEFAULTS)
     base.update(over)
     return base
 

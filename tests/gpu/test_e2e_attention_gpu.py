@@ -128,7 +128,7 @@ if HAVE_CUDA:
 
 @requires_gpu
 def test_default_attention_backend_sends_each_call_to_the_kernel_that_takes_it():
-    """linux_cuda's default (CUDNN,TRITON, specs.PLATFORM_DEFAULTS): the bf16 SDPA calls an SDPA shim, the fp32 one
+    """linux_cuda's default (CUDNN,TRITON, platforms.PLATFORM_DEFAULTS): the bf16 SDPA calls an SDPA shim, the fp32 one
     our Triton kernel, in one package; outputs match eager, also under a whole-model CUDA graph."""
     import aotirt
     torch.manual_seed(0)
