@@ -363,6 +363,9 @@ def parse_args(argv: list | None = None) -> argparse.Namespace:
     f.define("iters", 20, f"timed runs per row after {WARMUP} warm-up runs", positive_int, "integer")
     f.string("aotirt-run", os.environ.get("AOTIRT_RUN", ""), "the aotirt_run binary (default: $AOTIRT_RUN)")
     f.string("package", "", "reuse this compiled package instead of compiling one")
+    f.enum("gemm-backends", None, ("ATEN", "TRITON", "ATEN,TRITON"),
+           "max_autotune_gemm_backends of the compiled package (default: the platform's, ATEN on Linux CUDA); "
+           "TRITON gives a package that never loads cuBLASLt, so its first run's growth is the wrapper's own kernels")
     f.define("skip", (), f"comma-separated rows not to measure: {','.join(MEASURED)}", _skip_list, "list")
     f.enum("model", "gpt2", MODELS, "gpt2 (default; falls back to mlp, said so in the output, where its export or "
            "compile fails) or mlp (embedding + 4 LayerNorm/Linear/GELU/Linear blocks + head, similar size)")
@@ -649,7 +652,9 @@ def child_compile(a) -> int:
     x = tensorfile.load(a.inputs, framework="torch")["0"].cuda()
     # MATH attention as in the recorded runs (results/footprint.md): the platform default (CUDNN,TRITON) would also
     # load cuDNN, whose footprint these runs did not measure
-    opts = aotirt.CompileOptions(max_autotune=False, attention_backend="MATH")
+    # max_autotune ON only for Triton GEMMs (OFF makes every GEMM an ATen shim call, i.e. cuBLASLt)
+    opts = aotirt.CompileOptions(max_autotune=bool(a.gemm_backends and "TRITON" in a.gemm_backends),
+                                 attention_backend="MATH", max_autotune_gemm_backends=a.gemm_backends or None)
     kinds = [a.model] + (["mlp"] if a.model == "gpt2" else [])
     res = {"fallback_reason": ""}
     for kind in kinds:
@@ -944,12 +949,14 @@ def _run_in(args, smi: Smi, machine: dict, runner: str, cudart: str, cublaslt: s
         cache = os.environ.get("AOTIRT_BENCH_CACHE")
         pkg_dir = os.path.join(cache, "footprint") if cache else os.path.join(tempfile.gettempdir(), "aotirt_footprint")
         os.makedirs(pkg_dir, exist_ok=True)
-        package = os.path.join(pkg_dir, f"footprint_{args.model}.pt2")
-        say(f"compiling the {args.model} model (max_autotune OFF) into {package} in a child process ...")
+        gemm = f"_{args.gemm_backends.replace(',', '_').lower()}" if args.gemm_backends else ""
+        package = os.path.join(pkg_dir, f"footprint_{args.model}{gemm}.pt2")
+        say(f"compiling the {args.model} model (GEMMs {args.gemm_backends or 'platform default'}) into {package} in a child process ...")
         t0 = time.perf_counter()
         try:
             p = subprocess.run([*me, "--child", "compile", "--model", args.model, "--package", package, "--inputs",
-                                inputs], stdout=subprocess.PIPE, text=True, timeout=COMPILE_TIMEOUT_S)
+                                inputs] + (["--gemm-backends", args.gemm_backends] if args.gemm_backends else []),
+                               stdout=subprocess.PIPE, text=True, timeout=COMPILE_TIMEOUT_S)
         except subprocess.TimeoutExpired:
             print(f"footprint: compiling did not finish within {COMPILE_TIMEOUT_S} s", file=sys.stderr)
             return 1
@@ -1014,6 +1021,8 @@ def _run_in(args, smi: Smi, machine: dict, runner: str, cudart: str, cublaslt: s
     child_versions = {k: v for r in rows.values() for k, v in (r.get("child") or {}).items()
                       if k in ("torch", "cupy", "transformers")}
     desc = gpt2_description() if kind == "gpt2" else mlp_description()
+    if args.gemm_backends:
+        desc += f"; GEMMs lowered {args.gemm_backends}"
     if compile_info.get("fallback_reason"):
         desc += f" (FALLBACK: GPT-2 failed: {compile_info['fallback_reason'][:200]})"
     result = {

@@ -1,0 +1,558 @@
+"""LLM decode end to end (issue 14): a Llama-style decoder with a static KV cache, prefill then greedy decoding.
+
+    python benchmarks/decode.py [--out DIR|FILE.json] [--config llama_05b|tiny] [--prompt 512] [--new 128]
+                                [--variants eager,eager_graph,torch_compile,aotirt] [--repeats 3] [--dtype bf16]
+
+The model: `transformers.LlamaForCausalLM` built from a LlamaConfig (llama_05b: 24 layers, width 1024, 16 heads,
+4 KV heads of 64, MLP 4096, vocab 32000: 0.43B parameters; random weights, seed 0), its weights loaded into
+`StaticCacheLlama` below: the same modules and names, with the KV cache as explicit inputs, one K and one V tensor
+per layer (B, H_kv, S, D) with S = prompt + new, updated in place at `pos` (`k_cache[:, :, pos] = k`), attention
+over the whole cache under an additive mask (position s visible to query t where s <= pos[t]). Before anything is
+timed, the wrapper's float32 logits are checked against transformers' own forward on the same weights.
+Without transformers (CI), the same wrapper with its own init.
+
+Variants, each: prefill `--prompt` tokens (one call, T = prompt), then `--new - 1` decode steps (T = 1), each step's
+token the argmax of the previous logits, fed back on the GPU (no host sync in the loop):
+  eager          the wrapper in eager PyTorch (the reference tokens)
+  eager_graph    eager, prefill and decode step each captured with torch.cuda.graph
+  torch_compile  torch.compile(mode="max-autotune", dynamic=False) (its CUDA graphs on; caches marked static)
+  aotirt         two packages from aotirt.compile (prefill T=prompt, decode T=1; the platform's default spec), run on
+                 the aotirt runtime, each captured with aotirt.capture(alias_inputs=True) so the cache is the graph's
+                 own input memory and a step copies nothing
+Recorded per variant: time to first token (prefill + argmax, ms), decode tokens/s (new - 1 steps), tokens identical
+to eager's (free-running: count and first mismatch), teacher-forced agreement (eager's tokens fed in, argmax per step
+compared, with eager's top-2 logit margin at each mismatch: near-ties are what bf16 rounding flips), max |logit
+diff| along that path, compile seconds, device memory. Writes decode.json and decode.md; progress on stderr.
+The parts that need no GPU are tested by tests/cpu/test_decode_bench.py.
+"""
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from typing import Any, Callable
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+if HERE not in sys.path:
+    sys.path.insert(0, HERE)
+try:
+    import aotirt  # noqa: F401 (the GPU bundle's copy when tools/gpu/run.sh put it on PYTHONPATH)
+except ImportError:
+    sys.path.insert(0, os.path.join(HERE, "..", "python"))
+
+import torch  # noqa: E402
+from torch import nn  # noqa: E402
+from torch.nn import functional as F  # noqa: E402
+
+import provenance  # noqa: E402
+from cliflags import Flags, csv, positive_int  # noqa: E402
+from model_bench.models import apply_rope  # noqa: E402
+
+CONFIGS = {
+    "llama_05b": dict(vocab=32000, hidden=1024, layers=24, heads=16, kv_heads=4, head_dim=64, mlp=4096,
+                      theta=10000.0, eps=1e-5),
+    "tiny": dict(vocab=256, hidden=64, layers=2, heads=4, kv_heads=2, head_dim=16, mlp=96, theta=10000.0, eps=1e-5),
+}
+VARIANTS = ("eager", "eager_graph", "torch_compile", "aotirt")
+DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
+
+
+def say(msg: str) -> None:
+    print(f"[decode {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+# ============================================================================================ the model
+
+class RMSNorm(nn.Module):
+    """Llama's RMSNorm (transformers' LlamaRMSNorm): float32 statistics, weight * normalized in the input dtype."""
+
+    def __init__(self, dim: int, eps: float):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        xf = x.float()
+        xf = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)
+        return self.weight * xf.to(x.dtype)
+
+
+class Attention(nn.Module):
+    def __init__(self, c: dict):
+        super().__init__()
+        self.h, self.hkv, self.d = c["heads"], c["kv_heads"], c["head_dim"]
+        self.q_proj = nn.Linear(c["hidden"], self.h * self.d, bias=False)
+        self.k_proj = nn.Linear(c["hidden"], self.hkv * self.d, bias=False)
+        self.v_proj = nn.Linear(c["hidden"], self.hkv * self.d, bias=False)
+        self.o_proj = nn.Linear(self.h * self.d, c["hidden"], bias=False)
+
+    def forward(self, x, cos, sin, pos, k_cache, v_cache, mask):
+        b, t, _ = x.shape
+        q = self.q_proj(x).view(b, t, self.h, self.d).transpose(1, 2)
+        k = self.k_proj(x).view(b, t, self.hkv, self.d).transpose(1, 2)
+        v = self.v_proj(x).view(b, t, self.hkv, self.d).transpose(1, 2)
+        q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+        k_cache[:, :, pos] = k  # in place on the caller's cache (an input the package mutates)
+        v_cache[:, :, pos] = v
+        o = F.scaled_dot_product_attention(q, k_cache, v_cache, attn_mask=mask, enable_gqa=self.h != self.hkv)
+        return self.o_proj(o.transpose(1, 2).reshape(b, t, self.h * self.d))
+
+
+class MLP(nn.Module):
+    def __init__(self, c: dict):
+        super().__init__()
+        self.gate_proj = nn.Linear(c["hidden"], c["mlp"], bias=False)
+        self.up_proj = nn.Linear(c["hidden"], c["mlp"], bias=False)
+        self.down_proj = nn.Linear(c["mlp"], c["hidden"], bias=False)
+
+    def forward(self, x):
+        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+
+
+class Layer(nn.Module):
+    def __init__(self, c: dict):
+        super().__init__()
+        self.self_attn = Attention(c)
+        self.mlp = MLP(c)
+        self.input_layernorm = RMSNorm(c["hidden"], c["eps"])
+        self.post_attention_layernorm = RMSNorm(c["hidden"], c["eps"])
+
+    def forward(self, h, cos, sin, pos, k_cache, v_cache, mask):
+        h = h + self.self_attn(self.input_layernorm(h), cos, sin, pos, k_cache, v_cache, mask)
+        return h + self.mlp(self.post_attention_layernorm(h))
+
+
+class Inner(nn.Module):
+    def __init__(self, c: dict):
+        super().__init__()
+        self.embed_tokens = nn.Embedding(c["vocab"], c["hidden"])
+        self.layers = nn.ModuleList(Layer(c) for _ in range(c["layers"]))
+        self.norm = RMSNorm(c["hidden"], c["eps"])
+
+
+class StaticCacheLlama(nn.Module):
+    """forward(ids (B, T) int64, pos (T,) int64, k_0, v_0, k_1, v_1, ...) -> float32 logits (B, vocab) of the last
+    position; writes this call's keys/values into the caches at `pos`. Parameter names are transformers' Llama's."""
+
+    def __init__(self, c: dict):
+        super().__init__()
+        self.c = dict(c)
+        self.model = Inner(c)
+        self.lm_head = nn.Linear(c["hidden"], c["vocab"], bias=False)
+        d = c["head_dim"]
+        # transformers' default rope: float32 inverse frequencies, angles in float32
+        self.register_buffer("inv_freq", 1.0 / (c["theta"] ** (torch.arange(0, d, 2, dtype=torch.int64).float() / d)),
+                             persistent=False)
+
+    def hidden(self, ids: torch.Tensor, pos: torch.Tensor, caches) -> torch.Tensor:
+        h = self.model.embed_tokens(ids)
+        ang = pos.float()[:, None] * self.inv_freq[None, :]
+        cos, sin = ang.cos(), ang.sin()
+        s = caches[0].shape[2]
+        visible = torch.arange(s, device=ids.device)[None, :] <= pos[:, None]  # (T, S)
+        mask = torch.zeros(visible.shape, dtype=h.dtype, device=ids.device).masked_fill(~visible, float("-inf"))
+        mask = mask[None, None]
+        for i, layer in enumerate(self.model.layers):
+            h = layer(h, cos, sin, pos, caches[2 * i], caches[2 * i + 1], mask)
+        return self.model.norm(h)
+
+    def forward(self, ids: torch.Tensor, pos: torch.Tensor, *caches: torch.Tensor) -> torch.Tensor:
+        return self.lm_head(self.hidden(ids, pos, caches)[:, -1]).float()
+
+    def all_logits(self, ids: torch.Tensor) -> torch.Tensor:
+        """Float32 logits (B, T, vocab) at every position, with fresh caches of length T (no state kept)."""
+        b, t = ids.shape
+        caches = new_caches(self.c, b, t, next(self.parameters()).dtype, ids.device)
+        pos = torch.arange(t, device=ids.device)
+        return self.lm_head(self.hidden(ids, pos, caches)).float()
+
+
+def new_caches(c: dict, batch: int, length: int, dtype: torch.dtype, device) -> list:
+    """Zeroed K and V caches, one pair per layer: [k_0, v_0, k_1, v_1, ...], each (batch, kv_heads, length, head_dim)."""
+    return [torch.zeros(batch, c["kv_heads"], length, c["head_dim"], dtype=dtype, device=device)
+            for _ in range(2 * c["layers"])]
+
+
+def param_count(model: nn.Module) -> int:
+    return sum(p.numel() for p in model.parameters())
+
+
+def hf_model(c: dict, seed: int = 0):
+    """transformers' LlamaForCausalLM from a LlamaConfig of `c` (random weights, its own init, seed), float32;
+    None where transformers is not importable."""
+    try:
+        import transformers
+    except ImportError:
+        return None
+    cfg = transformers.LlamaConfig(vocab_size=c["vocab"], hidden_size=c["hidden"], intermediate_size=c["mlp"],
+                                   num_hidden_layers=c["layers"], num_attention_heads=c["heads"],
+                                   num_key_value_heads=c["kv_heads"], head_dim=c["head_dim"], rms_norm_eps=c["eps"],
+                                   max_position_embeddings=4096, tie_word_embeddings=False, attention_bias=False,
+                                   mlp_bias=False)
+    theta = getattr(cfg, "rope_theta", None) or (getattr(cfg, "rope_parameters", None) or {}).get("rope_theta")
+    if theta is not None and float(theta) != c["theta"]:
+        raise RuntimeError(f"transformers' LlamaConfig has rope_theta {theta}, the wrapper {c['theta']}")
+    torch.manual_seed(seed)
+    m = transformers.LlamaForCausalLM(cfg)
+    m.config._attn_implementation = "eager"
+    return m.eval()
+
+
+def build(c: dict, seed: int = 0) -> tuple:
+    """(StaticCacheLlama in float32 with transformers' weights where importable, the transformers model or None)."""
+    wrapper = StaticCacheLlama(c)
+    hf = hf_model(c, seed)
+    if hf is None:
+        g = torch.Generator().manual_seed(seed)
+        with torch.no_grad():
+            for name, p in wrapper.named_parameters():
+                if "norm" in name:
+                    p.fill_(1.0)
+                else:
+                    p.copy_(torch.randn(p.shape, generator=g) * 0.02)
+    else:
+        missing, unexpected = wrapper.load_state_dict(hf.state_dict(), strict=False)
+        unexpected = [k for k in unexpected if "rotary" not in k]
+        if missing or unexpected:
+            raise RuntimeError(f"transformers' Llama weights do not map onto the wrapper: missing {missing}, "
+                               f"unexpected {unexpected}")
+    return wrapper.eval(), hf
+
+
+def check_against_hf(wrapper: StaticCacheLlama, hf, ids: torch.Tensor) -> dict:
+    """Float32 logits of the wrapper vs transformers' forward on the same weights and ids (both float32)."""
+    with torch.no_grad():
+        ours = wrapper.all_logits(ids)
+        ref = hf(input_ids=ids).logits.float()
+    diff = (ours - ref).abs().max().item()
+    scale = ref.abs().max().item()
+    return {"tokens": int(ids.shape[1]), "max_abs_diff": diff, "max_abs_logit": scale,
+            "argmax_equal": bool((ours.argmax(-1) == ref.argmax(-1)).all().item())}
+
+
+# ============================================================================================ decoding
+
+class Decoder:
+    """One variant's prefill and decode-step callables over static buffers: `ids_p` (B, prompt), `pos_p`, `ids_d`
+    (B, 1), `pos_d` (1,), the caches; prefill() and step() return float32 logits (B, vocab)."""
+
+    def __init__(self, prefill: Callable[[], torch.Tensor], step: Callable[[], torch.Tensor], bufs: dict):
+        self.prefill, self.step, self.bufs = prefill, step, bufs
+
+
+def make_bufs(c: dict, prompt_ids: torch.Tensor, new: int, dtype: torch.dtype) -> dict:
+    b, p = prompt_ids.shape
+    dev = prompt_ids.device
+    return {"ids_p": prompt_ids.clone(), "pos_p": torch.arange(p, device=dev),
+            "ids_d": torch.zeros(b, 1, dtype=torch.int64, device=dev), "pos_d": torch.full((1,), p, device=dev),
+            "caches": new_caches(c, b, p + new, dtype, dev)}
+
+
+def generate(dec: Decoder, new: int, forced: torch.Tensor | None = None, keep_logits: bool = False) -> dict:
+    """Prefill, then new - 1 steps; each step's input token is the previous argmax (or forced[:, i], eager's
+    tokens, for teacher forcing). Everything stays on the GPU until the end. Returns tokens (B, new) and, with
+    keep_logits, the logits of every token (new, B, vocab)."""
+    bufs = dec.bufs
+    b = bufs["ids_p"].shape[0]
+    tokens = torch.empty(b, new, dtype=torch.int64, device=bufs["ids_p"].device)
+    kept = []
+    bufs["pos_d"].fill_(bufs["ids_p"].shape[1])
+    logits = dec.prefill()
+    for i in range(new):
+        if keep_logits:
+            kept.append(logits.clone())
+        tokens[:, i] = logits.argmax(-1)
+        if i == new - 1:
+            break
+        bufs["ids_d"].copy_((tokens[:, i] if forced is None else forced[:, i])[:, None])
+        logits = dec.step()
+        bufs["pos_d"].add_(1)
+    return {"tokens": tokens, "logits": torch.stack(kept) if keep_logits else None}
+
+
+def time_generate(dec: Decoder, new: int, repeats: int) -> dict:
+    """Median over `repeats` generations of: time to first token (prefill + argmax) and ms per decode step."""
+    ttft, step_ms = [], []
+    for _ in range(repeats):
+        bufs = dec.bufs
+        bufs["pos_d"].fill_(bufs["ids_p"].shape[1])
+        e0, e1, e2 = (torch.cuda.Event(enable_timing=True) for _ in range(3))
+        torch.cuda.synchronize()
+        e0.record()
+        tok = dec.prefill().argmax(-1)
+        e1.record()
+        for _ in range(new - 1):
+            bufs["ids_d"].copy_(tok[:, None])
+            tok = dec.step().argmax(-1)
+            bufs["pos_d"].add_(1)
+        e2.record()
+        e2.synchronize()
+        ttft.append(e0.elapsed_time(e1))
+        step_ms.append(e1.elapsed_time(e2) / max(1, new - 1))
+    ms = statistics.median(step_ms)
+    return {"ttft_ms": statistics.median(ttft), "decode_ms_per_token": ms, "decode_tokens_per_s": 1e3 / ms,
+            "ttft_ms_all": ttft, "decode_ms_all": step_ms}
+
+
+def compare(ref: dict, free: dict, forced: dict) -> dict:
+    """Free-running tokens vs eager's, and the teacher-forced argmax agreement with eager's margins."""
+    rt, ft = ref["tokens"], free["tokens"]
+    same = (rt == ft)
+    first = int((~same[0]).nonzero()[0].item()) if not bool(same[0].all()) else None
+    ftok = forced["tokens"]
+    agree = (ftok == rt)
+    top2 = ref["logits"].topk(2, dim=-1).values  # (new, B, 2)
+    margins = (top2[..., 0] - top2[..., 1]).transpose(0, 1)  # (B, new)
+    mism = (~agree).nonzero().tolist()
+    return {"identical_tokens": int(same.sum().item()), "tokens": int(same.numel()), "first_mismatch": first,
+            "forced_agree": int(agree.sum().item()),
+            "forced_mismatch_margins": [round(float(margins[bi, ti]), 5) for bi, ti in mism][:20],
+            "forced_max_abs_logit_diff": float((forced["logits"] - ref["logits"]).abs().max().item()),
+            "eager_median_top2_margin": float(margins.median().item())}
+
+
+# ============================================================================================ variants
+
+def eager_decoder(model, bufs) -> Decoder:
+    c = bufs["caches"]
+    return Decoder(lambda: model(bufs["ids_p"], bufs["pos_p"], *c), lambda: model(bufs["ids_d"], bufs["pos_d"], *c),
+                   bufs)
+
+
+def torch_graph(fn: Callable[[], torch.Tensor], warmup: int = 2) -> Callable[[], torch.Tensor]:
+    """fn captured with torch.cuda.graph after warm-up on a side stream; the replay returns the static output."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(warmup):
+            fn()
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        out = fn()
+
+    def replay():
+        g.replay()
+        return out
+    return replay
+
+
+def eager_graph_decoder(model, bufs) -> Decoder:
+    e = eager_decoder(model, bufs)
+    bufs["pos_d"].fill_(bufs["ids_p"].shape[1])  # warm-up writes land where the timed runs write again
+    return Decoder(torch_graph(e.prefill), torch_graph(e.step), bufs)
+
+
+def torch_compile_decoder(model, bufs) -> Decoder:
+    for t in bufs["caches"]:
+        torch._dynamo.mark_static_address(t)
+    compiled = torch.compile(model, mode="max-autotune", dynamic=False, fullgraph=True)
+    c = bufs["caches"]
+
+    def prefill():
+        torch.compiler.cudagraph_mark_step_begin()
+        return compiled(bufs["ids_p"], bufs["pos_p"], *c)
+
+    def step():
+        torch.compiler.cudagraph_mark_step_begin()
+        return compiled(bufs["ids_d"], bufs["pos_d"], *c)
+    for _ in range(3):  # compile and record both graphs before anything is timed
+        prefill()
+        step()
+    return Decoder(prefill, step, bufs)
+
+
+def aotirt_decoder(model, bufs, work: str, cache_dir: str | None = None) -> tuple:
+    """Two packages (prefill, decode step), each captured with alias_inputs. Returns (Decoder, info)."""
+    import aotirt
+    c = bufs["caches"]
+    info = {}
+    runners = {}
+    for name, ids, pos in (("prefill", bufs["ids_p"], bufs["pos_p"]), ("decode", bufs["ids_d"], bufs["pos_d"])):
+        path = os.path.join(cache_dir or work, f"decode_{name}.pt2")
+        t0 = time.perf_counter()
+        if not (cache_dir and os.path.exists(path)):
+            aotirt.compile(model, (ids, pos, *c), path)
+        info[f"compile_{name}_s"] = round(time.perf_counter() - t0, 1)
+        runners[name] = aotirt.load(path)
+        info[f"{name}_spec"] = {k: v for k, v in runners[name].metadata.items() if k.startswith("aotirt_")}
+    for t in c:  # the compiles ran the model on the caches
+        t.zero_()
+    bufs["pos_d"].fill_(bufs["ids_p"].shape[1])
+    gp = aotirt.capture(runners["prefill"], bufs["ids_p"], bufs["pos_p"], *c, alias_inputs=True)
+    gd = aotirt.capture(runners["decode"], bufs["ids_d"], bufs["pos_d"], *c, alias_inputs=True)
+
+    def prefill():
+        return gp.run_list([bufs["ids_p"], bufs["pos_p"], *c])[0]
+
+    def step():
+        return gd.run_list([bufs["ids_d"], bufs["pos_d"], *c])[0]
+    dec = Decoder(prefill, step, bufs)
+    dec.graphs = (gp, gd)
+    dec.runners = runners
+    return dec, info
+
+
+# ============================================================================================ report
+
+def markdown(result: dict) -> str:
+    m = result["model"]
+    lines = [f"Decode benchmark (`benchmarks/decode.py`), {result['machine']}, torch {result['torch']}, commit "
+             f"{result['commit']}. Model: {m['description']}; prompt {result['prompt']} tokens, {result['new']} new "
+             f"tokens (greedy), batch 1, {result['dtype']}; median of {result['repeats']} generations. "
+             f"Wrapper vs transformers (float32 logits, {m.get('hf_check', {}).get('tokens', '-')} tokens): "
+             f"max |diff| {_f(m.get('hf_check', {}).get('max_abs_diff'), '{:.2e}')}.", "",
+             "| variant | TTFT ms | decode ms/token | tokens/s | vs torch.compile tokens/s | tokens identical to eager "
+             "| teacher-forced argmax agreement | max abs logit diff (forced) | compile s | device MB | notes |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    tc = next((r for r in result["rows"] if r["variant"] == "torch_compile" and r.get("decode_tokens_per_s")), None)
+    for r in result["rows"]:
+        if r.get("error"):
+            lines.append(f"| {r['variant']} | - | - | - | - | - | - | - | - | - | {r['error'][:160]} |")
+            continue
+        cmp_ = r.get("compare") or {}
+        rel = (r["decode_tokens_per_s"] / tc["decode_tokens_per_s"]) if tc else None
+        ident = (f"{cmp_['identical_tokens']}/{cmp_['tokens']}" + (f" (first diff at {cmp_['first_mismatch']})"
+                 if cmp_.get("first_mismatch") is not None else "")) if cmp_ else "reference"
+        forced = f"{cmp_['forced_agree']}/{cmp_['tokens']}" if cmp_ else "-"
+        if cmp_.get("forced_mismatch_margins"):
+            forced += f" (eager's margins there: {', '.join(map(str, cmp_['forced_mismatch_margins'][:4]))})"
+        lines.append(f"| {r['variant']} | {_f(r['ttft_ms'])} | {_f(r['decode_ms_per_token'])} | "
+                     f"{_f(r['decode_tokens_per_s'], '{:.0f}')} | {_f(rel, '{:.2f}x')} | {ident} | {forced} | "
+                     f"{_f(cmp_.get('forced_max_abs_logit_diff'), '{:.3f}')} | {_f(r.get('compile_s'), '{:.0f}')} | "
+                     f"{_f(r.get('device_mb'), '{:.0f}')} | {r.get('notes', '')} |")
+    return "\n".join(lines) + "\n"
+
+
+def _f(x: Any, fmt: str = "{:.3f}") -> str:
+    return "-" if x is None else fmt.format(x)
+
+
+def out_paths(out: str) -> tuple:
+    if out.endswith(".json"):
+        return out, out[:-5] + ".md"
+    return os.path.join(out, "decode.json"), os.path.join(out, "decode.md")
+
+
+def parse_args(argv: list | None = None):
+    f = Flags("benchmarks/decode.py", __doc__.split("\n\n")[0])
+    f.string("out", os.path.join(HERE, "results"), "decode.json path, or a directory for decode.json/.md")
+    f.enum("config", "llama_05b", tuple(CONFIGS), "model size")
+    f.define("prompt", 512, "prompt tokens (prefill length)", positive_int, "integer")
+    f.define("new", 128, "tokens generated greedily (the first from the prefill)", positive_int, "integer")
+    f.define("repeats", 3, "timed generations per variant (median)", positive_int, "integer")
+    f.define("variants", VARIANTS, f"comma-separated, of {','.join(VARIANTS)} (eager always runs: the reference)",
+             _variants, "list")
+    f.enum("dtype", "bf16", tuple(DTYPES), "weights and activations")
+    f.string("cache-dir", os.environ.get("AOTIRT_BENCH_CACHE", ""), "keep/reuse the aotirt packages here")
+    return f.parse(argv)
+
+
+def _variants(text: str) -> tuple:
+    vals = csv(text)
+    bad = [v for v in vals if v not in VARIANTS]
+    if bad:
+        raise ValueError(f"unknown variants {bad}; choose from {','.join(VARIANTS)}")
+    return tuple(dict.fromkeys(("eager",) + vals))
+
+
+def description(c: dict, n_params: int, hf: bool) -> str:
+    src = "transformers LlamaForCausalLM weights" if hf else "the wrapper's own init (no transformers)"
+    return (f"Llama-style decoder, {c['layers']} layers, width {c['hidden']}, {c['heads']} heads / {c['kv_heads']} KV "
+            f"heads of {c['head_dim']}, MLP {c['mlp']}, vocab {c['vocab']}, {n_params / 1e9:.2f}B parameters, "
+            f"random weights ({src})")
+
+
+def device_used_mb() -> float:
+    free, total = torch.cuda.mem_get_info()
+    return (total - free) / 2**20
+
+
+def main(argv: list | None = None) -> int:
+    a = parse_args(argv)
+    if not torch.cuda.is_available():
+        print("decode: no CUDA GPU here; run it on the GPU machine (tools/gpu/run.sh bench)", file=sys.stderr)
+        return 1
+    c = CONFIGS[a.config]
+    dtype = DTYPES[a.dtype]
+    json_path, md_path = out_paths(a.out)
+    os.makedirs(os.path.dirname(os.path.abspath(json_path)), exist_ok=True)
+    wrapper, hf = build(c)
+    n_params = param_count(wrapper)
+    say(f"model: {description(c, n_params, hf is not None)}")
+    g = torch.Generator().manual_seed(1)
+    prompt = torch.randint(0, c["vocab"], (1, a.prompt), generator=g).cuda()
+    hf_check = None
+    if hf is not None:
+        wrapper.cuda()
+        hf.cuda()
+        hf_check = check_against_hf(wrapper, hf, prompt[:, :64])
+        say(f"wrapper vs transformers (float32, 64 tokens): {hf_check}")
+        del hf
+        torch.cuda.empty_cache()
+    model = wrapper.to("cuda", dtype)
+    result = {"benchmark": "decode", "commit": provenance.commit(), "machine": torch.cuda.get_device_name(),
+              "torch": torch.__version__, "command": [sys.executable, *sys.argv], "prompt": a.prompt, "new": a.new,
+              "repeats": a.repeats, "dtype": a.dtype, "config": a.config,
+              "model": {"config": c, "params": n_params, "description": description(c, n_params, hf_check is not None),
+                        "hf_check": hf_check},
+              "rows": []}
+    ref = None
+    work = tempfile.mkdtemp(prefix="aotirt_decode_")
+    with torch.no_grad():
+        for v in a.variants:
+            say(f"{v}: setting up ...")
+            row = {"variant": v}
+            torch.cuda.synchronize()
+            before = device_used_mb()
+            torch.cuda.reset_peak_memory_stats()
+            t0 = time.perf_counter()
+            try:
+                bufs = make_bufs(c, prompt, a.new, dtype)
+                if v == "eager":
+                    dec = eager_decoder(model, bufs)
+                elif v == "eager_graph":
+                    dec = eager_graph_decoder(model, bufs)
+                elif v == "torch_compile":
+                    dec = torch_compile_decoder(model, bufs)
+                else:
+                    dec, info = aotirt_decoder(model, bufs, work, a.cache_dir or None)
+                    row.update(info)
+                row["compile_s"] = round(time.perf_counter() - t0, 1)
+                free = generate(dec, a.new, keep_logits=True)
+                if v == "eager":
+                    ref = free
+                else:
+                    forced = generate(dec, a.new, forced=ref["tokens"], keep_logits=True)
+                    row["compare"] = compare(ref, free, forced)
+                row.update(time_generate(dec, a.new, a.repeats))
+                torch.cuda.synchronize()
+                row["device_mb"] = device_used_mb() - before
+                row["torch_peak_alloc_mb"] = torch.cuda.max_memory_allocated() / 2**20
+                if v == "aotirt":
+                    row["notes"] = "two packages (weights twice); " + ", ".join(
+                        f"{k[7:]}={v_}" for k, v_ in sorted(row["decode_spec"].items())
+                        if k in ("aotirt_max_autotune_gemm_backends", "aotirt_attention_backend"))
+                say(f"{v}: TTFT {row['ttft_ms']:.2f} ms, {row['decode_tokens_per_s']:.0f} tokens/s"
+                    + (f", {row['compare']}" if "compare" in row else ""))
+                del dec
+            except Exception as e:  # noqa: BLE001 (a variant failing is a row, the others still run)
+                row["error"] = f"{type(e).__name__}: {str(e)[:1500]}"
+                say(f"{v}: FAILED {row['error'][:600]}")
+                if v == "eager":
+                    raise
+            result["rows"].append(row)
+            torch.cuda.empty_cache()
+            with open(json_path, "w") as fh:
+                json.dump(result, fh, indent=1, default=str)
+    with open(md_path, "w") as fh:
+        fh.write(markdown(result))
+    print(markdown(result))
+    return 0 if all("error" not in r for r in result["rows"]) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

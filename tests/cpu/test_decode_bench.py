@@ -1,0 +1,115 @@
+"""benchmarks/decode.py on CPU (issue 14's decode benchmark): the static-cache wrapper decodes exactly what a full
+recompute gives, its export mutates the caches in place (what the aotirt packages rely on), the comparison and
+report logic, the flags. The timed variants need a GPU (tools/gpu/run.sh bench)."""
+import pytest
+import torch
+
+import bench_script
+
+_, decode = bench_script.load("decode")
+TINY = decode.CONFIGS["tiny"]
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    model, _ = decode.build(TINY, seed=0)
+    return model
+
+
+def _prompt(n=6, seed=3):
+    return torch.randint(0, TINY["vocab"], (1, n), generator=torch.Generator().manual_seed(seed))
+
+
+def test_cached_decoding_equals_full_recompute(tiny):
+    prompt, new = _prompt(), 7
+    bufs = decode.make_bufs(TINY, prompt, new, torch.float32)
+    with torch.no_grad():
+        out = decode.generate(decode.eager_decoder(tiny, bufs), new, keep_logits=True)
+        seq = torch.cat([prompt, out["tokens"]], dim=1)
+        full = tiny.all_logits(seq)  # no cache: every position from scratch
+    p = prompt.shape[1]
+    # token i was chosen from the logits at position p - 1 + i
+    torch.testing.assert_close(out["logits"][:, 0], full[0, p - 1:p - 1 + new], rtol=1e-4, atol=1e-4)
+    assert torch.equal(out["tokens"][0], full[0, p - 1:p - 1 + new].argmax(-1))
+    # the caches hold exactly the prompt and the fed-back tokens' keys, zeros after them
+    k0 = bufs["caches"][0]
+    assert k0[:, :, :p + new - 1].abs().sum() > 0 and k0[:, :, p + new - 1:].abs().sum() == 0
+
+
+def test_teacher_forcing_feeds_the_given_tokens(tiny):
+    prompt, new = _prompt(), 5
+    forced = torch.randint(0, TINY["vocab"], (1, new), generator=torch.Generator().manual_seed(9))
+    bufs = decode.make_bufs(TINY, prompt, new, torch.float32)
+    with torch.no_grad():
+        out = decode.generate(decode.eager_decoder(tiny, bufs), new, forced=forced, keep_logits=True)
+        full = tiny.all_logits(torch.cat([prompt, forced[:, :-1]], dim=1))
+    p = prompt.shape[1]
+    torch.testing.assert_close(out["logits"][:, 0], full[0, p - 1:], rtol=1e-4, atol=1e-4)
+
+
+def test_export_mutates_every_cache_in_place(tiny):
+    prompt = _prompt(4)
+    bufs = decode.make_bufs(TINY, prompt, 3, torch.float32)
+    ep = torch.export.export(tiny, (bufs["ids_p"], bufs["pos_p"], *bufs["caches"])).run_decompositions()
+    mutated = set(ep.graph_signature.user_inputs_to_mutate.values())
+    names = [s.arg.name for s in ep.graph_signature.input_specs if s.kind.name == "USER_INPUT"]
+    assert len(names) == 2 + 2 * TINY["layers"]
+    assert mutated == set(names[2:]), (mutated, names)  # the caches, not ids/pos
+
+
+def test_wrapper_parameter_names_are_transformers_llama():
+    names = {n for n, _ in decode.StaticCacheLlama(TINY).named_parameters()}
+    for n in ("model.embed_tokens.weight", "model.layers.0.self_attn.q_proj.weight",
+              "model.layers.1.mlp.down_proj.weight", "model.layers.0.input_layernorm.weight",
+              "model.layers.0.post_attention_layernorm.weight", "model.norm.weight", "lm_head.weight"):
+        assert n in names
+    assert decode.param_count(decode.StaticCacheLlama(decode.CONFIGS["llama_05b"])) == pytest.approx(0.43e9, rel=0.05)
+
+
+def test_compare_counts_and_margins():
+    ref_tokens = torch.tensor([[1, 2, 3, 4]])
+    logits = torch.zeros(4, 1, 8)
+    for i, t in enumerate([1, 2, 3, 4]):
+        logits[i, 0, t] = 1.0 + i  # margins 1, 2, 3, 4
+    ref = {"tokens": ref_tokens, "logits": logits}
+    free = {"tokens": torch.tensor([[1, 2, 5, 6]])}
+    forced = {"tokens": torch.tensor([[1, 7, 3, 4]]), "logits": logits + 0.25}
+    c = decode.compare(ref, free, forced)
+    assert c["identical_tokens"] == 2 and c["tokens"] == 4 and c["first_mismatch"] == 2
+    assert c["forced_agree"] == 3 and c["forced_mismatch_margins"] == [2.0]
+    assert c["forced_max_abs_logit_diff"] == pytest.approx(0.25)
+    same = decode.compare(ref, {"tokens": ref_tokens}, {"tokens": ref_tokens, "logits": logits})
+    assert same["first_mismatch"] is None and same["forced_mismatch_margins"] == []
+
+
+def test_markdown_rows_and_errors():
+    row = {"variant": "aotirt", "ttft_ms": 1.5, "decode_ms_per_token": 0.5, "decode_tokens_per_s": 2000.0,
+           "compile_s": 30, "device_mb": 900, "notes": "n",
+           "compare": {"identical_tokens": 10, "tokens": 12, "first_mismatch": 10, "forced_agree": 11,
+                       "forced_mismatch_margins": [0.01], "forced_max_abs_logit_diff": 0.2}}
+    tc = {"variant": "torch_compile", "ttft_ms": 2.0, "decode_ms_per_token": 0.625, "decode_tokens_per_s": 1600.0}
+    res = {"machine": "m", "torch": "t", "commit": "c", "prompt": 8, "new": 12, "dtype": "bf16", "repeats": 3,
+           "model": {"description": "d", "hf_check": {"tokens": 64, "max_abs_diff": 1e-6}},
+           "rows": [{"variant": "eager", "ttft_ms": 3, "decode_ms_per_token": 1, "decode_tokens_per_s": 1000},
+                    tc, row, {"variant": "eager_graph", "error": "RuntimeError: boom"}]}
+    md = decode.markdown(res)
+    assert "| aotirt | 1.500 | 0.500 | 2000 | 1.25x | 10/12 (first diff at 10) | 11/12 (eager's margins there: 0.01)" in md
+    assert "| eager | 3.000 | 1.000 | 1000 | 0.62x | reference |" in md
+    assert "| eager_graph | - |" in md and "RuntimeError: boom" in md
+    assert "1.00e-06" in md
+
+
+def test_flags():
+    a = decode.parse_args(["--variants", "aotirt", "--config", "tiny", "--new", "4"])
+    assert a.variants == ("eager", "aotirt") and a.config == "tiny" and a.new == 4
+    assert decode.parse_args([]).variants == decode.VARIANTS
+    with pytest.raises(SystemExit):
+        decode.parse_args(["--variants", "eager,vllm"])
+    assert decode.out_paths("/x/r.json") == ("/x/r.json", "/x/r.md")
+    assert decode.out_paths("/x") == ("/x/decode.json", "/x/decode.md")
+
+
+def test_no_gpu_exits_1(monkeypatch, capsys):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert decode.main(["--config", "tiny"]) == 1
+    assert "no CUDA GPU" in capsys.readouterr().err
