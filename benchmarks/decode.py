@@ -19,6 +19,10 @@ token the argmax of the previous logits, fed back on the GPU (no host sync in th
   aotirt         two packages from aotirt.compile (prefill T=prompt, decode T=1; the platform's default spec), run on
                  the aotirt runtime, each captured with aotirt.capture(alias_inputs=True) so the cache is the graph's
                  own input memory and a step copies nothing
+  aotirt_at      the same lowered with max_autotune_gemm_backends="ATEN,TRITON" (Inductor times cuBLASLt against
+                 its Triton GEMM templates per shape; slower compile)
+  aotirt_tattn   attention_backend="TRITON" (the Triton attention kernel compiled into the packages)
+  aotirt_math    attention_backend="MATH" (SDPA decomposed: at one query per step, a GEMV-sized matmul + softmax)
 Recorded per variant: time to first token (prefill + argmax, ms), decode tokens/s (new - 1 steps), tokens identical
 to eager's (free-running: count and first mismatch), teacher-forced agreement (eager's tokens fed in, argmax per step
 compared, with eager's top-2 logit margin at each mismatch: near-ties are what bf16 rounding flips), max |logit
@@ -49,6 +53,7 @@ from torch.nn import functional as F  # noqa: E402
 
 import provenance  # noqa: E402
 from cliflags import Flags, csv, positive_int  # noqa: E402
+from model_bench.cuda import profile_calls  # noqa: E402
 from model_bench.models import apply_rope  # noqa: E402
 
 CONFIGS = {
@@ -56,7 +61,10 @@ CONFIGS = {
                       theta=10000.0, eps=1e-5),
     "tiny": dict(vocab=256, hidden=64, layers=2, heads=4, kv_heads=2, head_dim=16, mlp=96, theta=10000.0, eps=1e-5),
 }
-VARIANTS = ("eager", "eager_graph", "torch_compile", "aotirt")
+# The aotirt variants: CompileOptions fields for both packages (None: the platform's default spec)
+AOTIRT_OPTIONS = {"aotirt": {}, "aotirt_at": {"max_autotune_gemm_backends": "ATEN,TRITON"},
+                  "aotirt_tattn": {"attention_backend": "TRITON"}, "aotirt_math": {"attention_backend": "MATH"}}
+VARIANTS = ("eager", "eager_graph", "torch_compile") + tuple(AOTIRT_OPTIONS)
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 
 
@@ -365,19 +373,33 @@ def torch_compile_decoder(model, bufs) -> Decoder:
     return Decoder(prefill, step, bufs)
 
 
-def aotirt_decoder(model, bufs, work: str, cache_dir: str | None = None) -> tuple:
-    """Two packages (prefill, decode step), each captured with alias_inputs. Returns (Decoder, info)."""
+def aotirt_decoder(model, bufs, work: str, cache_dir: str | None = None, options: dict | None = None) -> tuple:
+    """Two packages (prefill, decode step), each captured with alias_inputs, lowered with CompileOptions(**options)
+    (empty: the platform's default spec). Returns (Decoder, info)."""
     import aotirt
+    options = dict(options or {})
+    opts = aotirt.CompileOptions(**options)
     c = bufs["caches"]
     info = {}
     runners = {}
+    cfg = model.c
+    key = "_".join(f"{k}{cfg[k]}" for k in sorted(cfg)) + f"_{c[0].dtype}".replace("torch.", "") \
+        + "".join(f"_{k}_{str(v).replace(',', '_')}" for k, v in sorted(options.items()))
     for name, ids, pos in (("prefill", bufs["ids_p"], bufs["pos_p"]), ("decode", bufs["ids_d"], bufs["pos_d"])):
-        path = os.path.join(cache_dir or work, f"decode_{name}.pt2")
+        # cached per model config, dtype and shapes (a stale package for other shapes is compiled again)
+        shape = f"b{ids.shape[0]}_t{ids.shape[1]}_s{c[0].shape[2]}"
+        path = os.path.join(cache_dir or work, f"decode_{name}_{key}_{shape}.pt2")
         t0 = time.perf_counter()
-        if not (cache_dir and os.path.exists(path)):
-            aotirt.compile(model, (ids, pos, *c), path)
+        runner = None
+        if cache_dir and os.path.exists(path):
+            runner = aotirt.load(path)
+            if len(runner.input_names) != 2 + len(c):
+                runner = None
+        if runner is None:
+            aotirt.compile(model, (ids, pos, *c), path, options=opts)
+            runner = aotirt.load(path)
         info[f"compile_{name}_s"] = round(time.perf_counter() - t0, 1)
-        runners[name] = aotirt.load(path)
+        runners[name] = runner
         info[f"{name}_spec"] = {k: v for k, v in runners[name].metadata.items() if k.startswith("aotirt_")}
     for t in c:  # the compiles ran the model on the caches
         t.zero_()
@@ -448,7 +470,16 @@ def parse_args(argv: list | None = None):
              _variants, "list")
     f.enum("dtype", "bf16", tuple(DTYPES), "weights and activations")
     f.string("cache-dir", os.environ.get("AOTIRT_BENCH_CACHE", ""), "keep/reuse the aotirt packages here")
+    f.define("layers", 0, "override the config's layer count (0: the config's)", _nonnegative, "integer")
+    f.boolean("profile", False, "per variant, the GPU kernels of 5 decode steps run without graphs (torch.profiler)")
     return f.parse(argv)
+
+
+def _nonnegative(text: str) -> int:
+    v = int(text)
+    if v < 0:
+        raise ValueError(f"must be >= 0, got {v}")
+    return v
 
 
 def _variants(text: str) -> tuple:
@@ -476,7 +507,7 @@ def main(argv: list | None = None) -> int:
     if not torch.cuda.is_available():
         print("decode: no CUDA GPU here; run it on the GPU machine (tools/gpu/run.sh bench)", file=sys.stderr)
         return 1
-    c = CONFIGS[a.config]
+    c = dict(CONFIGS[a.config], **({"layers": a.layers} if a.layers else {}))
     dtype = DTYPES[a.dtype]
     json_path, md_path = out_paths(a.out)
     os.makedirs(os.path.dirname(os.path.abspath(json_path)), exist_ok=True)
@@ -519,7 +550,7 @@ def main(argv: list | None = None) -> int:
                 elif v == "torch_compile":
                     dec = torch_compile_decoder(model, bufs)
                 else:
-                    dec, info = aotirt_decoder(model, bufs, work, a.cache_dir or None)
+                    dec, info = aotirt_decoder(model, bufs, work, a.cache_dir or None, AOTIRT_OPTIONS[v])
                     row.update(info)
                 row["compile_s"] = round(time.perf_counter() - t0, 1)
                 free = generate(dec, a.new, keep_logits=True)
@@ -529,10 +560,16 @@ def main(argv: list | None = None) -> int:
                     forced = generate(dec, a.new, forced=ref["tokens"], keep_logits=True)
                     row["compare"] = compare(ref, free, forced)
                 row.update(time_generate(dec, a.new, a.repeats))
+                if a.profile and v != "torch_compile":
+                    b_ = bufs
+                    fn = ((lambda: dec.runners["decode"].run_list([b_["ids_d"], b_["pos_d"], *b_["caches"]]))
+                          if v.startswith("aotirt") else (lambda: model(b_["ids_d"], b_["pos_d"], *b_["caches"])))
+                    row["profile"] = profile_calls(fn, top=12)
+                    say(f"{v}: profile of a decode step without graphs: {json.dumps(row['profile'])}")
                 torch.cuda.synchronize()
                 row["device_mb"] = device_used_mb() - before
                 row["torch_peak_alloc_mb"] = torch.cuda.max_memory_allocated() / 2**20
-                if v == "aotirt":
+                if v.startswith("aotirt"):
                     row["notes"] = "two packages (weights twice); " + ", ".join(
                         f"{k[7:]}={v_}" for k, v_ in sorted(row["decode_spec"].items())
                         if k in ("aotirt_max_autotune_gemm_backends", "aotirt_attention_backend"))

@@ -102,7 +102,8 @@ def test_markdown_rows_and_errors():
 def test_flags():
     a = decode.parse_args(["--variants", "aotirt", "--config", "tiny", "--new", "4"])
     assert a.variants == ("eager", "aotirt") and a.config == "tiny" and a.new == 4
-    assert decode.parse_args([]).variants == decode.VARIANTS
+    assert decode.parse_args([]).variants == decode.VARIANTS and decode.parse_args([]).layers == 0
+    assert decode.parse_args(["--layers", "4", "--profile"]).layers == 4
     with pytest.raises(SystemExit):
         decode.parse_args(["--variants", "eager,vllm"])
     assert decode.out_paths("/x/r.json") == ("/x/r.json", "/x/r.md")
@@ -113,3 +114,12 @@ def test_no_gpu_exits_1(monkeypatch, capsys):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     assert decode.main(["--config", "tiny"]) == 1
     assert "no CUDA GPU" in capsys.readouterr().err
+
+
+def test_aotirt_variants_are_valid_compile_options():
+    import aotirt
+    for name, fields in decode.AOTIRT_OPTIONS.items():
+        assert name in decode.VARIANTS
+        opts = aotirt.CompileOptions(**fields)  # validated on construction (SpecError on a bad value)
+        for k, v in fields.items():
+            assert getattr(opts, k) == v
