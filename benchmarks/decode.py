@@ -19,6 +19,7 @@ token the argmax of the previous logits, fed back on the GPU (no host sync in th
   aotirt         two packages from aotirt.compile (prefill T=prompt, decode T=1; the platform's default spec), run on
                  the aotirt runtime, each captured with aotirt.capture(alias_inputs=True) so the cache is the graph's
                  own input memory and a step copies nothing
+  aotirt_dyn     one package for both calls, its token count dynamic (1 to the prompt length): the weights once
   aotirt_at      the same lowered with max_autotune_gemm_backends="ATEN,TRITON" (Inductor times cuBLASLt against
                  its Triton GEMM templates per shape; slower compile)
   aotirt_tattn   attention_backend="TRITON" (the Triton attention kernel compiled into the packages)
@@ -62,8 +63,9 @@ CONFIGS = {
     "tiny": dict(vocab=256, hidden=64, layers=2, heads=4, kv_heads=2, head_dim=16, mlp=96, theta=10000.0, eps=1e-5),
 }
 # The aotirt variants: CompileOptions fields for both packages (None: the platform's default spec)
-AOTIRT_OPTIONS = {"aotirt": {}, "aotirt_at": {"max_autotune_gemm_backends": "ATEN,TRITON"},
+AOTIRT_OPTIONS = {"aotirt": {}, "aotirt_dyn": {}, "aotirt_at": {"max_autotune_gemm_backends": "ATEN,TRITON"},
                   "aotirt_tattn": {"attention_backend": "TRITON"}, "aotirt_math": {"attention_backend": "MATH"}}
+DYNAMIC = ("aotirt_dyn",)  # one package with a dynamic token count instead of two
 VARIANTS = ("eager", "eager_graph", "torch_compile") + tuple(AOTIRT_OPTIONS)
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 
@@ -373,9 +375,19 @@ def torch_compile_decoder(model, bufs) -> Decoder:
     return Decoder(prefill, step, bufs)
 
 
-def aotirt_decoder(model, bufs, work: str, cache_dir: str | None = None, options: dict | None = None) -> tuple:
-    """Two packages (prefill, decode step), each captured with alias_inputs, lowered with CompileOptions(**options)
-    (empty: the platform's default spec). Returns (Decoder, info)."""
+def dynamic_shapes(bufs: dict):
+    """torch.export dynamic_shapes for one package that takes both calls: the token count T of ids (B, T) and pos
+    (T,) from 1 to the prompt length; the caches static."""
+    t = torch.export.Dim("tokens", min=1, max=bufs["ids_p"].shape[1])
+    return ({1: t}, {0: t}, tuple(None for _ in bufs["caches"]))
+
+
+def aotirt_decoder(model, bufs, work: str, cache_dir: str | None = None, options: dict | None = None,
+                   dynamic: bool = False) -> tuple:
+    """The aotirt runtime's prefill and decode step, lowered with CompileOptions(**options) (empty: the platform's
+    default spec): two packages (prefill T=prompt, decode T=1), or with `dynamic` one package whose token count is
+    dynamic (dynamic_shapes: the weights once). Each call shape captured with alias_inputs (the caches are the
+    graphs' own inputs). Returns (Decoder, info)."""
     import aotirt
     options = dict(options or {})
     opts = aotirt.CompileOptions(**options)
@@ -385,10 +397,11 @@ def aotirt_decoder(model, bufs, work: str, cache_dir: str | None = None, options
     cfg = model.c
     key = "_".join(f"{k}{cfg[k]}" for k in sorted(cfg)) + f"_{c[0].dtype}".replace("torch.", "") \
         + "".join(f"_{k}_{str(v).replace(',', '_')}" for k, v in sorted(options.items()))
-    for name, ids, pos in (("prefill", bufs["ids_p"], bufs["pos_p"]), ("decode", bufs["ids_d"], bufs["pos_d"])):
+    calls = (("prefill", bufs["ids_p"], bufs["pos_p"]), ("decode", bufs["ids_d"], bufs["pos_d"]))
+    for name, ids, pos in (calls[:1] if dynamic else calls):
         # cached per model config, dtype and shapes (a stale package for other shapes is compiled again)
-        shape = f"b{ids.shape[0]}_t{ids.shape[1]}_s{c[0].shape[2]}"
-        path = os.path.join(cache_dir or work, f"decode_{name}_{key}_{shape}.pt2")
+        shape = f"b{ids.shape[0]}_t{'1-' if dynamic else ''}{ids.shape[1]}_s{c[0].shape[2]}"
+        path = os.path.join(cache_dir or work, f"decode_{'dynamic' if dynamic else name}_{key}_{shape}.pt2")
         t0 = time.perf_counter()
         runner = None
         if cache_dir and os.path.exists(path):
@@ -396,11 +409,15 @@ def aotirt_decoder(model, bufs, work: str, cache_dir: str | None = None, options
             if len(runner.input_names) != 2 + len(c):
                 runner = None
         if runner is None:
-            aotirt.compile(model, (ids, pos, *c), path, options=opts)
+            aotirt.compile(model, (ids, pos, *c), path, options=opts,
+                           dynamic_shapes=dynamic_shapes(bufs) if dynamic else None)
             runner = aotirt.load(path)
-        info[f"compile_{name}_s"] = round(time.perf_counter() - t0, 1)
+        info[f"compile_{'dynamic' if dynamic else name}_s"] = round(time.perf_counter() - t0, 1)
         runners[name] = runner
         info[f"{name}_spec"] = {k: v for k, v in runners[name].metadata.items() if k.startswith("aotirt_")}
+    if dynamic:
+        runners["decode"] = runners["prefill"]
+        info["decode_spec"] = info["prefill_spec"]
     for t in c:  # the compiles ran the model on the caches
         t.zero_()
     bufs["pos_d"].fill_(bufs["ids_p"].shape[1])
@@ -550,7 +567,8 @@ def main(argv: list | None = None) -> int:
                 elif v == "torch_compile":
                     dec = torch_compile_decoder(model, bufs)
                 else:
-                    dec, info = aotirt_decoder(model, bufs, work, a.cache_dir or None, AOTIRT_OPTIONS[v])
+                    dec, info = aotirt_decoder(model, bufs, work, a.cache_dir or None, AOTIRT_OPTIONS[v],
+                                               dynamic=v in DYNAMIC)
                     row.update(info)
                 row["compile_s"] = round(time.perf_counter() - t0, 1)
                 free = generate(dec, a.new, keep_logits=True)
@@ -570,7 +588,8 @@ def main(argv: list | None = None) -> int:
                 row["device_mb"] = device_used_mb() - before
                 row["torch_peak_alloc_mb"] = torch.cuda.max_memory_allocated() / 2**20
                 if v.startswith("aotirt"):
-                    row["notes"] = "two packages (weights twice); " + ", ".join(
+                    row["notes"] = ("one package, dynamic token count; " if v in DYNAMIC else
+                                    "two packages (weights twice); ") + ", ".join(
                         f"{k[7:]}={v_}" for k, v_ in sorted(row["decode_spec"].items())
                         if k in ("aotirt_max_autotune_gemm_backends", "aotirt_attention_backend"))
                 say(f"{v}: TTFT {row['ttft_ms']:.2f} ms, {row['decode_tokens_per_s']:.0f} tokens/s"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from aotirt import auto, lowering
-from aotirt.specs import AUTO_GEMM_BACKENDS, CompileOptions, effective_options
+from aotirt.specs import AUTO_GEMM_BACKENDS, CompileOptions, auto_fields, effective_options
 
 
 def compile(model_or_exported_program: Any, example_inputs: Sequence[Any], package_path: str | None = None, *,  # noqa: A001
@@ -18,12 +18,18 @@ def compile(model_or_exported_program: Any, example_inputs: Sequence[Any], packa
     package_path: where to write the package (must end in .pt2); None writes it into a new temporary folder.
     options: aotirt.CompileOptions; inductor_configs: extra Inductor options (see specs.inductor_options).
     max_autotune_gemm_backends='AUTO' (in options or inductor_configs) lowers TRITON, ATEN,TRITON and ATEN, times
-    them on this GPU and keeps the fastest (aotirt.auto.compile_auto); every candidate keeps the options' other fields
-    (attention_backend included: AUTO does not compare attention backends).
+    them on this GPU and keeps the fastest (aotirt.auto.compile_auto); every candidate keeps the options' other
+    fields. max_autotune_conv_backends='AUTO' (TRITON, ATEN,TRITON, ATEN) and attention_backend='AUTO'
+    (CUDNN,TRITON, TRITON, MATH) do the same for their field; with several AUTO, aotirt.auto.compile_auto_fields
+    decides them one after another (GEMMs, convolutions, attention), skipping a field whose ops the model lacks.
     Returns the absolute path of the written .pt2. Raises SpecError, LoweringError (UnsupportedPlatformError,
     UnsupportedShimError, SmallGpuError) before the slow steps wherever the problem can be known then.
     """
     opts = effective_options(options, inductor_configs)
+    if auto_fields(opts) and auto_fields(opts) != ("max_autotune_gemm_backends",):
+        return auto.compile_auto_fields(model_or_exported_program, example_inputs, package_path, device=device,
+                                        options=opts, inductor_configs=inductor_configs,
+                                        dynamic_shapes=dynamic_shapes, compile_fn=lowering.compile)
     if opts.max_autotune_gemm_backends == AUTO_GEMM_BACKENDS:
         return auto.compile_auto(model_or_exported_program, example_inputs, package_path, device=device,
                                  options=opts, inductor_configs=inductor_configs, dynamic_shapes=dynamic_shapes,

@@ -56,19 +56,21 @@ flags.DEFINE_string("max_autotune_gemm_backends", None,
                     f"default: the platform's (ATEN on linux_cuda, TRITON on windows_cuda and rocm).")
 flags.DEFINE_string("max_autotune_conv_backends", None,
                     f"lower: one of {list(specs.VALID_CONV_BACKEND_VALUES)} (ATEN: the cuDNN convolution shim, "
-                    f"linux_cuda only); default: the platform's (ATEN on linux_cuda, TRITON elsewhere).")
+                    f"linux_cuda only; AUTO: lower each, time them here, keep the fastest); default: the platform's "
+                    f"(ATEN on linux_cuda, TRITON elsewhere).")
 flags.DEFINE_string("attention_backend", None,
-                    f"lower: how scaled_dot_product_attention is lowered, one of {list(specs.VALID_ATTENTION_BACKENDS)}"
+                    f"lower: how scaled_dot_product_attention is lowered, one of {list(specs.VALID_ATTENTION_BACKEND_VALUES)}"
                     f" (MATH: decomposed into matmuls + softmax; CUDNN: fused SDPA kernels through the attention "
                     f"shims, linux_cuda only; TRITON: a Triton flash-attention kernel in the package; CUDNN,TRITON: "
-                    f"the shims where they take the call, else the Triton kernel; case does not matter); default: "
+                    f"the shims where they take the call, else the Triton kernel; AUTO: lower CUDNN,TRITON, TRITON "
+                    f"and MATH, time them here, keep the fastest; case does not matter); default: "
                     f"the platform's (CUDNN,TRITON on linux_cuda, TRITON on windows_cuda, MATH on rocm).")
 flags.DEFINE_string("float32_matmul_precision", "highest", "lower: highest or high (TF32).")
 flags.DEFINE_string("platform", "linux", "lower: linux or windows.")
 flags.DEFINE_string("target", None, "lower: cuda or rocm (default: detected from the installed torch).")
 flags.DEFINE_string("shim_library_path", None, "lower --platform=windows: the folder holding aoti_cuda_shims.lib.")
-flags.DEFINE_string("auto_timing", "graphs", "lower --max_autotune_gemm_backends=AUTO: time the candidates as CUDA "
-                    "graph replays (graphs) or plain calls (eager, for models that will not be captured).")
+flags.DEFINE_string("auto_timing", "graphs", "lower with a backend flag AUTO: time the candidates as CUDA graph "
+                    "replays (graphs) or plain calls (eager, for models that will not be captured).")
 
 
 def _usage(msg: str) -> app.UsageError:

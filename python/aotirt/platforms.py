@@ -199,13 +199,16 @@ def check_options(opts, target: str | None = None, manifest: Manifest | None = N
         problems[-1] += (f" (it has no cuBLAS GEMM shims: {', '.join(missing)} are not in its set in "
                          f"shims/shim_manifest.tsv)")
     conv_backends = getattr(opts, "max_autotune_conv_backends", "TRITON")
-    conv_missing = conv_shims_missing(key, manifest) if "ATEN" in conv_backends.split(",") else []
+    # AUTO (conv, attention) compares candidates that call the shims: refused wherever they are missing
+    conv_listed = ["ATEN", "TRITON"] if conv_backends == "AUTO" else conv_backends.split(",")
+    conv_missing = conv_shims_missing(key, manifest) if "ATEN" in conv_listed else []
     if conv_missing:
         problems.append(f"max_autotune_conv_backends={conv_backends!r} lets Inductor call the ATen/cuDNN convolution "
                         f"shim {conv_missing[0]}, which {where}: use max_autotune_conv_backends='TRITON' "
                         f"({', '.join(conv_missing)} is not in its set in shims/shim_manifest.tsv)")
     attention = getattr(opts, "attention_backend", "MATH")
-    sdpa_missing = attention_shims_missing(key, manifest) if "CUDNN" in attention.split(",") else []
+    attention_listed = ["CUDNN", "TRITON"] if attention == "AUTO" else attention.split(",")
+    sdpa_missing = attention_shims_missing(key, manifest) if "CUDNN" in attention_listed else []
     if sdpa_missing:
         problems.append(f"attention_backend={attention!r} makes Inductor call the fused SDPA shims "
                         f"({sdpa_missing[0]}, ...), which {where}: use attention_backend='MATH', which decomposes "

@@ -18,13 +18,17 @@ from aotirt.version import __version__
 # have. Values are sets: order, case and spaces do not matter; the canonical spelling is sorted ("ATEN,TRITON").
 VALID_GEMM_BACKENDS = ("TRITON", "ATEN")
 # AUTO: lower the three others, time each package on this GPU and keep the fastest (aotirt.auto; linux_cuda only).
-AUTO_GEMM_BACKENDS = "AUTO"
+# The convolution and attention fields take AUTO too (their candidates: aotirt.auto.FIELD_CANDIDATES).
+AUTO = "AUTO"
+AUTO_GEMM_BACKENDS = AUTO
 VALID_GEMM_BACKEND_VALUES = ("TRITON", "ATEN,TRITON", "ATEN", AUTO_GEMM_BACKENDS)
+# The fields AUTO may decide, in the order aotirt.auto decides them (each with the ones before it fixed).
+AUTO_FIELDS = ("max_autotune_gemm_backends", "max_autotune_conv_backends", "attention_backend")
 # Conv backends, a set like the GEMM ones: TRITON (Inductor's conv templates, embedded in the wrapper; they also need
 # TRITON among the GEMM backends) and ATEN (Inductor's ATen conv fallback, a call to the cuDNN shim
 # aoti_torch_cuda_convolution; only where the manifest has it, platforms.conv_shims_missing: linux_cuda).
 VALID_CONV_BACKENDS = ("TRITON", "ATEN")
-VALID_CONV_BACKEND_VALUES = ("TRITON", "ATEN,TRITON", "ATEN")
+VALID_CONV_BACKEND_VALUES = ("TRITON", "ATEN,TRITON", "ATEN", AUTO)
 VALID_FLOAT32_MATMUL_PRECISION = ("highest", "high")
 VALID_PLATFORMS = ("linux", "windows")
 # How AUTO times its candidates: whole-model CUDA graph replays (for models that will run captured) or plain calls
@@ -41,6 +45,7 @@ VALID_TARGETS = ("cuda", "rocm")
 # kernel (float32, other head dims); a call neither takes is refused before Inductor. One value; case, spaces and
 # the order of CUDNN,TRITON do not matter.
 VALID_ATTENTION_BACKENDS = ("MATH", "CUDNN", "TRITON", "CUDNN,TRITON")
+VALID_ATTENTION_BACKEND_VALUES = VALID_ATTENTION_BACKENDS + (AUTO,)
 
 # Defaults per platform: platforms.PLATFORM_DEFAULTS (set from the benchmarks; re-exported here).
 
@@ -82,18 +87,21 @@ def _normalize_backends(value: Any, valid: tuple, field: str, valid_values: tupl
 
 
 def _normalize_attention_backend(value: Any, field: str = "attention_backend") -> str:
-    """' cudnn ' -> 'CUDNN', 'triton,cudnn' -> 'CUDNN,TRITON'; anything but MATH / CUDNN / TRITON / CUDNN,TRITON is
-    a SpecError listing the valid values."""
-    listed = list(VALID_ATTENTION_BACKENDS)
+    """' cudnn ' -> 'CUDNN', 'triton,cudnn' -> 'CUDNN,TRITON', ' auto' -> 'AUTO'; anything but MATH / CUDNN /
+    TRITON / CUDNN,TRITON / AUTO is a SpecError listing the valid values."""
+    listed = list(VALID_ATTENTION_BACKEND_VALUES)
     if not isinstance(value, str):
         raise SpecError(f"{field} must be a string, one of {listed}, got {type(value).__name__} {value!r}")
+    if value.strip().upper() == AUTO:
+        return AUTO
     norm = ",".join(sorted({tok.strip().upper() for tok in value.split(",") if tok.strip()}))
     if norm in VALID_ATTENTION_BACKENDS:
         return norm
     raise SpecError(f"{field}={value!r} is not valid; valid: {listed} (case and spaces do not matter; "
                     f"MATH decomposes SDPA into matmuls + softmax, CUDNN calls the fused SDPA shims, TRITON compiles "
                     f"a Triton flash-attention kernel into the package, CUDNN,TRITON calls the shims where they take "
-                    f"the call and the Triton kernel elsewhere)")
+                    f"the call and the Triton kernel elsewhere, AUTO times CUDNN,TRITON, TRITON and MATH packages on "
+                    f"this GPU and keeps the fastest)")
 
 
 def _choice(value: Any, valid: tuple, field: str, lower: bool = True) -> str:
@@ -114,6 +122,12 @@ def parse_on_off(value: Any, field: str = "max_autotune") -> bool:
     raise SpecError(f"{field}={value!r} is not valid; valid: ['ON', 'OFF']")
 
 
+def auto_fields(opts: Any) -> tuple:
+    """The AUTO_FIELDS of `opts` whose value is AUTO (any case, spaces around), in the order AUTO decides them."""
+    return tuple(f for f in AUTO_FIELDS
+                 if isinstance(getattr(opts, f, None), str) and getattr(opts, f).strip().upper() == AUTO)
+
+
 @dataclasses.dataclass(frozen=True)
 class CompileOptions:
     """User-facing compile options. Values are validated (and normalized) on construction.
@@ -122,28 +136,32 @@ class CompileOptions:
         ATen/cuBLAS shim call and every convolution a cuDNN shim call (linux_cuda only).
     max_autotune_gemm_backends: "TRITON", "ATEN,TRITON", "ATEN" or "AUTO"; case, spaces and order do not matter.
         None (default): the platform's (PLATFORM_DEFAULTS: ATEN on linux_cuda, TRITON on windows_cuda and rocm).
-    max_autotune_conv_backends: "TRITON", "ATEN,TRITON" or "ATEN"; case, spaces and order do not matter. ATEN lets
-        Inductor call the cuDNN convolution shim aoti_torch_cuda_convolution (only where the shim manifest has it:
-        linux_cuda); TRITON convolutions also need TRITON among the GEMM backends. None (default): the platform's
-        (ATEN on linux_cuda, TRITON elsewhere).
+    max_autotune_conv_backends: "TRITON", "ATEN,TRITON", "ATEN" or "AUTO"; case, spaces and order do not matter.
+        ATEN lets Inductor call the cuDNN convolution shim aoti_torch_cuda_convolution (only where the shim manifest
+        has it: linux_cuda); TRITON convolutions also need TRITON among the GEMM backends. None (default): the
+        platform's (ATEN on linux_cuda, TRITON elsewhere).
     float32_matmul_precision: "highest" (true fp32) or "high" (TF32 allowed), applied while compiling and recorded in
         the package metadata as "aotirt_float32_matmul_precision" (the runtime applies it per package).
     method_name: the method lowered (ExecuTorch's method_name compile spec; "forward" for aotirt.compile).
     platform: "linux" or "windows" (Windows: cross-compiled against the import library in shim_library_path).
     target: "cuda" or "rocm"; None detects it from the installed torch (torch.version.hip).
     shim_library_path: platform=windows only: the folder holding aoti_cuda_shims.lib.
-    auto_timing: with max_autotune_gemm_backends="AUTO", how the candidates are timed: "graphs" (default; whole-model
+    auto_timing: where a backend field is "AUTO", how the candidates are timed: "graphs" (default; whole-model
         CUDA graph replays, for models that will run captured) or "eager" (plain calls, for models that will not).
     attention_backend: how scaled_dot_product_attention is lowered: "MATH" (SDPA decomposed into matmuls + softmax,
         every platform), "CUDNN" (the fused SDPA kernels, cuDNN / flash / memory-efficient, called through the
         attention shims; only where the shim manifest has them: linux_cuda; float16/bfloat16, head dims multiples
         of 8 up to 256), "TRITON" (our Triton flash-attention kernel compiled into the package; every platform,
         float16/bfloat16/float32, head dims up to 256) or "CUDNN,TRITON" (per SDPA call: the cuDNN shims where
-        they take it, else the Triton kernel); case and spaces do not matter. None (default): the platform's
+        they take it, else the Triton kernel) or "AUTO" (aotirt.auto lowers CUDNN,TRITON, TRITON and MATH, times
+        them on this GPU and keeps the fastest; linux_cuda only); case and spaces do not matter. None (default): the
+        platform's
         (CUDNN,TRITON on linux_cuda, TRITON on windows_cuda, MATH on rocm). Recorded in the package metadata as
         "aotirt_attention_backend".
     Combinations a platform cannot run (ATEN GEMMs, max_autotune OFF, ATEN convolutions or attention_backend CUDNN
-    where the manifest gives the platform no such shims: Windows/ROCm) raise UnsupportedPlatformError.
+    where the manifest gives the platform no such shims: Windows/ROCm; AUTO in any field there) raise
+    UnsupportedPlatformError. Several fields AUTO: aotirt.auto decides them one after another (GEMMs, convolutions,
+    attention), each stage with the earlier choices fixed and the later fields at their platform defaults.
     """
 
     max_autotune: bool = True
@@ -232,10 +250,10 @@ def validate(opts: CompileOptions) -> None:
         _choice(opts.target, VALID_TARGETS, "target")
     _choice(opts.auto_timing, VALID_AUTO_TIMING, "auto_timing")
     if (isinstance(opts.auto_timing, str) and opts.auto_timing.strip().lower() != "graphs"
-            and (opts.max_autotune_gemm_backends is None or (isinstance(opts.max_autotune_gemm_backends, str)
-                 and opts.max_autotune_gemm_backends.strip().upper() != AUTO_GEMM_BACKENDS))):
-        raise SpecError(f"auto_timing={opts.auto_timing!r} only applies to max_autotune_gemm_backends='AUTO' (got "
-                        f"{opts.max_autotune_gemm_backends!r}); drop it or choose AUTO")
+            and not auto_fields(opts)):
+        raise SpecError(f"auto_timing={opts.auto_timing!r} only applies where a backend field is 'AUTO' "
+                        f"({', '.join(AUTO_FIELDS)}; got " + ", ".join(f"{f}={getattr(opts, f)!r}" for f in AUTO_FIELDS)
+                        + "); drop it or choose AUTO")
     if opts.attention_backend is not None:
         _normalize_attention_backend(opts.attention_backend)
     if opts.shim_library_path is not None and not isinstance(opts.shim_library_path, str):
@@ -316,6 +334,10 @@ def inductor_options(opts: CompileOptions | None = None, extra: Mapping[str, Any
         raise SpecError("max_autotune_gemm_backends='AUTO' is not an Inductor value: aotirt.compile resolves it "
                         "(aotirt.auto lowers TRITON, ATEN,TRITON and ATEN and keeps the fastest); pass one of those "
                         "three here")
+    for f in auto_fields(opts):
+        raise SpecError(f"{f}='AUTO' is not a value a single lowering can take: aotirt.compile resolves it "
+                        f"(aotirt.auto lowers each candidate, times them on this GPU and keeps the fastest); pass "
+                        f"one of the other values here")
     key = platforms.check_options(opts, target or opts.resolved_target())
     out: dict = dict(FIXED_INDUCTOR_OPTIONS)
     out.update({

@@ -123,3 +123,20 @@ def test_aotirt_variants_are_valid_compile_options():
         opts = aotirt.CompileOptions(**fields)  # validated on construction (SpecError on a bad value)
         for k, v in fields.items():
             assert getattr(opts, k) == v
+
+
+def test_one_export_with_a_dynamic_token_count_takes_prefill_and_decode(tiny):
+    prompt, new = _prompt(6), 4
+    bufs = decode.make_bufs(TINY, prompt, new, torch.float32)
+    ep = torch.export.export(tiny, (bufs["ids_p"], bufs["pos_p"], *bufs["caches"]),
+                             dynamic_shapes=decode.dynamic_shapes(bufs))
+    assert len(ep.run_decompositions().graph_signature.user_inputs_to_mutate) == 2 * TINY["layers"]
+    exported = ep.module()
+    ref = decode.make_bufs(TINY, prompt, new, torch.float32)
+    with torch.no_grad():
+        want = decode.generate(decode.eager_decoder(tiny, ref), new, keep_logits=True)
+        got = decode.generate(decode.Decoder(lambda: exported(bufs["ids_p"], bufs["pos_p"], *bufs["caches"]),
+                                             lambda: exported(bufs["ids_d"], bufs["pos_d"], *bufs["caches"]), bufs),
+                              new, keep_logits=True)
+    assert torch.equal(got["tokens"], want["tokens"])
+    torch.testing.assert_close(got["logits"], want["logits"], rtol=1e-5, atol=1e-5)

@@ -461,7 +461,7 @@ def test_wired_compile_dispatches_auto_before_anything_else(tmp_path, monkeypatc
 
 
 def test_candidates_keep_the_attention_backend_and_auto_adds_no_attention_candidates(tmp_path):
-    """AUTO compares GEMM backends only: every candidate is lowered with the caller's attention_backend."""
+    """GEMM AUTO alone: every candidate is lowered with the caller's attention_backend, no attention candidates."""
     opts = aotirt.CompileOptions(max_autotune=True, max_autotune_gemm_backends="AUTO", attention_backend="cudnn")
     path, res, compiler, _ = run_auto(tmp_path, {"TRITON": 0.5, "ATEN,TRITON": 0.4, "ATEN": 0.45}, options=opts)
     assert [c["options"].max_autotune_gemm_backends for c in compiler.calls] == list(auto.CANDIDATES)
@@ -495,3 +495,170 @@ def test_auto_timing_chooses_how_the_default_timer_times(tmp_path, monkeypatch, 
     assert {c["options"].auto_timing for c in compiler.calls} == {"graphs"}
     methods = json.loads(package.read_metadata(path)[auto.META_METHODS])
     assert set(methods.values()) == ({auto.METHOD_GRAPH} if graphs else {"events (graphs off)"})
+
+
+# ------------------------------------------------------------------------ AUTO convolutions / attention (issue 13)
+
+def _key(options):
+    return "|".join(str(getattr(options, f)) for f in auto.FIELDS)
+
+
+class FieldCompiler(Compiler):
+    """compile_fn naming each package by all three backend fields: 'GEMM|CONV|ATTENTION'."""
+
+    def __call__(self, model, example_inputs, package_path, *, device, options, inductor_configs, dynamic_shapes):
+        k = _key(options)
+        self.calls.append({"key": k, "path": package_path, "options": options, "configs": inductor_configs})
+        if k in self.fail:
+            raise self.fail[k]
+        return write_package(package_path, k)
+
+
+def features(conv=True, attention=True):
+    from aotirt import platforms
+    return lambda *a: platforms.ModelFeatures(gemms=("linear",), convolutions=("conv2d",) if conv else (),
+                                             attention=(("scaled_dot_product_attention", "bfloat16", 64, 64, 0.0),)
+                                             if attention else ())
+
+
+def run_fields(tmp_path, ms, opts, *, feats=None, **kwargs):
+    compiler, timer, res = FieldCompiler(), Timer(ms), []
+    path = auto.compile_auto_fields("MODEL", ("X",), str(tmp_path / "out.pt2"), options=opts, compile_fn=compiler,
+                                    time_fn=timer, result=res, features_fn=feats or features(), **kwargs)
+    return path, res, compiler, timer
+
+
+def test_attention_auto_times_its_three_candidates_with_the_other_fields_fixed(tmp_path):
+    opts = aotirt.CompileOptions(target="cuda", attention_backend="AUTO")
+    ms = {"ATEN|ATEN|CUDNN,TRITON": 0.30, "ATEN|ATEN|TRITON": 0.25, "ATEN|ATEN|MATH": 0.40}
+    path, res, compiler, _ = run_fields(tmp_path, ms, opts)
+    assert [c["key"] for c in compiler.calls] == list(ms)  # linux_cuda's GEMM/conv defaults for every candidate
+    assert chosen_backends(path) == "ATEN|ATEN|TRITON" and res[0].field == "attention_backend"
+    md = package.read_metadata(path)
+    assert md["aotirt_attention_backend_auto_choice"] == "TRITON"
+    assert json.loads(md["aotirt_attention_backend_auto_timings_ms"]) == {"CUDNN,TRITON": 0.3, "TRITON": 0.25,
+                                                                          "MATH": 0.4}
+    assert auto.META_CHOICE not in md  # no GEMM stage ran
+    assert {c["options"].auto_timing for c in compiler.calls} == {"graphs"}
+
+
+def test_stages_run_in_order_and_reuse_the_previous_winner(tmp_path):
+    opts = aotirt.CompileOptions(target="cuda", max_autotune_gemm_backends="AUTO", attention_backend="auto")
+    ms = {"TRITON|ATEN|CUDNN,TRITON": 0.5, "ATEN,TRITON|ATEN|CUDNN,TRITON": 0.4, "ATEN|ATEN|CUDNN,TRITON": 0.45,
+          "ATEN,TRITON|ATEN|TRITON": 0.35, "ATEN,TRITON|ATEN|MATH": 0.6}
+    path, res, compiler, timer = run_fields(tmp_path, ms, opts)
+    # GEMMs first (attention at its default), then attention with the chosen GEMMs; the stage-2 candidate equal to
+    # the stage-1 winner is timed again, not lowered again
+    assert [c["key"] for c in compiler.calls] == [
+        "TRITON|ATEN|CUDNN,TRITON", "ATEN,TRITON|ATEN|CUDNN,TRITON", "ATEN|ATEN|CUDNN,TRITON",
+        "ATEN,TRITON|ATEN|TRITON", "ATEN,TRITON|ATEN|MATH"]
+    assert timer.order.count("ATEN,TRITON|ATEN|CUDNN,TRITON") == 6  # 3 rounds in each stage
+    assert [r.field for r in res] == ["max_autotune_gemm_backends", "attention_backend"]
+    assert chosen_backends(path) == "ATEN,TRITON|ATEN|TRITON"
+    md = package.read_metadata(path)
+    assert md[auto.META_CHOICE] == "ATEN,TRITON" and md["aotirt_attention_backend_auto_choice"] == "TRITON"
+    assert json.loads(md[auto.META_TIMINGS]) == {"TRITON": 0.5, "ATEN,TRITON": 0.4, "ATEN": 0.45}
+    assert os.listdir(tmp_path) == ["out.pt2"]  # the stages' work folder is gone
+
+
+def test_a_stage_whose_op_the_model_lacks_is_skipped_and_said(tmp_path):
+    opts = aotirt.CompileOptions(target="cuda", max_autotune_conv_backends="AUTO", attention_backend="AUTO")
+    ms = {"ATEN|ATEN|CUDNN,TRITON": 0.3, "ATEN|ATEN|TRITON": 0.2, "ATEN|ATEN|MATH": 0.4}
+    path, res, compiler, _ = run_fields(tmp_path, ms, opts, feats=features(conv=False))
+    assert [c["key"] for c in compiler.calls] == list(ms)  # no convolution candidate lowered
+    md = package.read_metadata(path)
+    assert md["aotirt_conv_backends_auto_choice"] == "ATEN"
+    assert md["aotirt_conv_backends_auto_skipped"] == "the model has no convolution"
+    assert md["aotirt_attention_backend_auto_choice"] == "TRITON"
+
+
+def test_every_stage_skipped_is_one_plain_lowering_with_the_defaults(tmp_path):
+    opts = aotirt.CompileOptions(target="cuda", attention_backend="AUTO", auto_timing="eager")
+    path, res, compiler, timer = run_fields(tmp_path, {}, opts, feats=features(attention=False))
+    assert [c["key"] for c in compiler.calls] == ["ATEN|ATEN|CUDNN,TRITON"] and res == [] and timer.order == []
+    assert compiler.calls[0]["options"].auto_timing == "graphs"  # a plain lowering's options
+    md = package.read_metadata(path)
+    assert md["aotirt_attention_backend_auto_skipped"] == "the model has no scaled_dot_product_attention call"
+
+
+def test_unknown_features_skip_nothing(tmp_path):
+    opts = aotirt.CompileOptions(target="cuda", max_autotune_conv_backends="AUTO")
+    ms = {"ATEN|TRITON|CUDNN,TRITON": 0.3, "ATEN|ATEN,TRITON|CUDNN,TRITON": 0.2, "ATEN|ATEN|CUDNN,TRITON": 0.25}
+    path, _, compiler, _ = run_fields(tmp_path, ms, opts, feats=lambda *a: None)
+    assert [c["key"] for c in compiler.calls] == list(ms)
+    assert package.read_metadata(path)["aotirt_conv_backends_auto_choice"] == "ATEN,TRITON"
+
+
+@pytest.mark.parametrize("kwargs,exc,match", [
+    (dict(attention_backend="AUTO", target="rocm"), UnsupportedPlatformError,
+     r"attention_backend='AUTO'.*'TRITON'"),
+    (dict(max_autotune_conv_backends="AUTO", target="rocm"), UnsupportedPlatformError,
+     r"max_autotune_conv_backends='AUTO' lets Inductor call the ATen/cuDNN convolution shim"),
+    (dict(max_autotune_conv_backends="AUTO", max_autotune=False), aotirt.SpecError,
+     r"max_autotune_conv_backends='AUTO' needs max_autotune=True"),
+])
+def test_field_auto_refusals_come_before_any_compile(tmp_path, kwargs, exc, match):
+    compiler = FieldCompiler()
+    with pytest.raises(exc, match=match):
+        opts = aotirt.CompileOptions(**kwargs)
+        auto.compile_auto_fields("MODEL", ("X",), str(tmp_path / "o.pt2"), options=opts, compile_fn=compiler,
+                                 time_fn=Timer({}), features_fn=features())
+    assert compiler.calls == []
+
+
+def test_field_auto_is_refused_off_linux_hosts():
+    with pytest.raises(UnsupportedPlatformError, match=r"this host is 'win32'"):
+        auto.check_supported("linux", "cuda", host_platform="win32", field="attention_backend")
+    auto.check_supported("linux", "cuda", host_platform="linux", field="attention_backend")
+    with pytest.raises(UnsupportedPlatformError, match=r"not available for ROCm.*use attention_backend='TRITON'"):
+        auto.check_supported("linux", "rocm", host_platform="linux", field="attention_backend")
+    with pytest.raises(UnsupportedPlatformError, match=r"platform='windows'.*use max_autotune_conv_backends='TRITON'"):
+        auto.check_supported("windows", "cuda", host_platform="linux", field="max_autotune_conv_backends")
+    with pytest.raises(aotirt.SpecError, match="AUTO decides one of"):
+        auto.check_supported("linux", "cuda", field="float32_matmul_precision")
+
+
+def test_auto_values_reach_neither_inductor_nor_the_candidates():
+    from aotirt import specs
+    for f in ("max_autotune_conv_backends", "attention_backend"):
+        opts = aotirt.CompileOptions(**{f: " auto "})
+        assert getattr(opts, f) == "AUTO" and specs.auto_fields(opts) == (f,)
+        with pytest.raises(aotirt.SpecError, match="aotirt.compile resolves it"):
+            specs.inductor_options(opts, target="cuda")
+    with pytest.raises(aotirt.SpecError, match="not valid"):
+        aotirt.CompileOptions(attention_backend="AUTO,MATH")
+
+
+@pytest.mark.parametrize("opts,which", [
+    (dict(attention_backend="AUTO"), "compile_auto_fields"),
+    (dict(max_autotune_gemm_backends="AUTO", max_autotune_conv_backends="AUTO"), "compile_auto_fields"),
+    (dict(max_autotune_gemm_backends="AUTO"), "compile_auto"),
+])
+def test_compile_dispatches_field_auto(tmp_path, monkeypatch, opts, which):
+    seen = []
+    for name in ("compile_auto", "compile_auto_fields"):
+        monkeypatch.setattr(auto, name, lambda *a, _n=name, **k: seen.append((_n, k)) or "/chosen.pt2")
+    assert aotirt.compile("MODEL", ("X",), str(tmp_path / "m.pt2"), options=aotirt.CompileOptions(**opts)) \
+        == "/chosen.pt2"
+    assert [n for n, _ in seen] == [which]
+
+
+def test_attention_auto_in_inductor_configs_is_the_options_auto(tmp_path):
+    opts = aotirt.CompileOptions(target="cuda")
+    ms = {"ATEN|ATEN|CUDNN,TRITON": 0.3, "ATEN|ATEN|TRITON": 0.25, "ATEN|ATEN|MATH": 0.4}
+    path, _, compiler, _ = run_fields(tmp_path, ms, opts, inductor_configs={"attention_backend": "auto",
+                                                                            "max_autotune_pointwise": False})
+    assert [c["key"] for c in compiler.calls] == list(ms)
+    assert all(c["configs"] == {"max_autotune_pointwise": False} for c in compiler.calls)
+
+
+def test_model_features_of_a_real_export():
+    class M(torch.nn.Module):
+        def forward(self, q):
+            return torch.nn.functional.scaled_dot_product_attention(q, q, q)
+
+    f = auto.model_features(M(), (torch.randn(1, 2, 4, 8),))
+    assert f is not None and f.attention and not f.convolutions
+    c = auto.model_features(torch.nn.Conv2d(3, 4, 3), (torch.randn(1, 3, 8, 8),))
+    assert c.convolutions and not c.attention
+    assert auto.model_features("not a model", ()) is None

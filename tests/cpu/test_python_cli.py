@@ -80,7 +80,7 @@ def test_doctor_reports_and_exit_code_matches_problems():
     ("--max_autotune=maybe", r"--max_autotune='maybe' is not valid; valid: \['ON', 'OFF'\]"),
     ("--float32_matmul_precision=medium", r"valid: \['highest', 'high'\]"),
     ("--platform=macos", r"valid: \['linux', 'windows'\]"),
-    ("--attention_backend=FLASH", r"attention_backend='FLASH' is not valid; valid: \['MATH', 'CUDNN', 'TRITON', 'CUDNN,TRITON'\]"),
+    ("--attention_backend=FLASH", r"attention_backend='FLASH' is not valid; valid: \['MATH', 'CUDNN', 'TRITON', 'CUDNN,TRITON', 'AUTO'\]"),
 ])
 def test_lower_spec_flag_errors_exit_2(tmp_path, flag, match):
     import re

@@ -75,7 +75,7 @@ def test_conv_backends_spec_parses_like_the_gemm_spec(value, canonical):
 
 @pytest.mark.parametrize("extra,error,match", [
     ([ax.CompileSpec("max_autotune_conv_backends", b"CUTLASS")], aotirt.SpecError,
-     r"valid: \['TRITON', 'ATEN,TRITON', 'ATEN'\]"),
+     r"valid: \['TRITON', 'ATEN,TRITON', 'ATEN', 'AUTO'\]"),
     ([ax.CompileSpec("target", b"rocm"), ax.CompileSpec("max_autotune_conv_backends", b"ATEN,TRITON")],
      aotirt.UnsupportedPlatformError, r"rocm: max_autotune_conv_backends='ATEN,TRITON'.*use "
                                       r"max_autotune_conv_backends='TRITON'"),
@@ -98,7 +98,7 @@ def test_attention_backend_spec_parses_like_the_gemm_spec(value, canonical):
 
 @pytest.mark.parametrize("extra,error,match", [
     ([ax.CompileSpec("attention_backend", b"FLASH")], aotirt.SpecError,
-     r"attention_backend='FLASH' is not valid; valid: \['MATH', 'CUDNN', 'TRITON', 'CUDNN,TRITON'\]"),
+     r"attention_backend='FLASH' is not valid; valid: \['MATH', 'CUDNN', 'TRITON', 'CUDNN,TRITON', 'AUTO'\]"),
     ([ax.CompileSpec("attention_backend", b"CUDNN"), ax.CompileSpec("attention_backend", b"MATH")], aotirt.SpecError,
      "given twice"),
     ([ax.CompileSpec("platform", b"windows"), ax.CompileSpec("attention_backend", b"CUDNN")],

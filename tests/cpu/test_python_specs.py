@@ -115,9 +115,9 @@ def test_target_is_detected_from_torch_version_hip(monkeypatch):
     ({"max_autotune_gemm_backends": "TRITON;ATEN"}, r"\['TRITON;ATEN'\]"),
     ({"max_autotune_gemm_backends": " , "}, "empty value"),
     ({"max_autotune_gemm_backends": ["TRITON"]}, "must be a string, one of"),
-    ({"max_autotune_conv_backends": "CUTLASS"}, r"\['CUTLASS'\]; valid: \['TRITON', 'ATEN,TRITON', 'ATEN'\]"),
-    ({"max_autotune_conv_backends": "AUTO"}, r"\['AUTO'\]; valid: \['TRITON', 'ATEN,TRITON', 'ATEN'\]"),
-    ({"max_autotune_conv_backends": "TRITON,CK"}, r"\['CK'\]; valid: \['TRITON', 'ATEN,TRITON', 'ATEN'\]"),
+    ({"max_autotune_conv_backends": "CUTLASS"}, r"\['CUTLASS'\]; valid: \['TRITON', 'ATEN,TRITON', 'ATEN', 'AUTO'\]"),
+    ({"max_autotune_conv_backends": "AUTO,TRITON"}, r"\['AUTO'\]; valid: \['TRITON', 'ATEN,TRITON', 'ATEN', 'AUTO'\]"),
+    ({"max_autotune_conv_backends": "TRITON,CK"}, r"\['CK'\]; valid: \['TRITON', 'ATEN,TRITON', 'ATEN', 'AUTO'\]"),
     ({"max_autotune_conv_backends": " , "}, "max_autotune_conv_backends=' , ' has an empty value"),
     ({"max_autotune_conv_backends": 3}, "max_autotune_conv_backends must be a string, one of"),
     ({"float32_matmul_precision": "medium"}, r"'medium' is not valid; valid: \['highest', 'high'\]"),
@@ -126,11 +126,11 @@ def test_target_is_detected_from_torch_version_hip(monkeypatch):
     ({"platform": "macos"}, r"platform='macos' is not valid; valid: \['linux', 'windows'\]"),
     ({"target": "metal"}, r"target='metal' is not valid; valid: \['cuda', 'rocm'\]"),
     ({"method_name": "my method"}, "must be a Python identifier"),
-    ({"attention_backend": "FLASH"}, r"attention_backend='FLASH' is not valid; valid: \['MATH', 'CUDNN', 'TRITON', 'CUDNN,TRITON'\]"),
-    ({"attention_backend": "MATH,CUDNN"}, r"valid: \['MATH', 'CUDNN', 'TRITON', 'CUDNN,TRITON'\]"),
-    ({"attention_backend": " "}, r"valid: \['MATH', 'CUDNN', 'TRITON', 'CUDNN,TRITON'\]"),
-    ({"attention_backend": 3}, r"attention_backend must be a string, one of \['MATH', 'CUDNN', 'TRITON', 'CUDNN,TRITON'\], got int"),
-    ({"attention_backend": "CUDNN,TRITON,MATH"}, r"valid: \['MATH', 'CUDNN', 'TRITON', 'CUDNN,TRITON'\]"),
+    ({"attention_backend": "FLASH"}, r"attention_backend='FLASH' is not valid; valid: \['MATH', 'CUDNN', 'TRITON', 'CUDNN,TRITON', 'AUTO'\]"),
+    ({"attention_backend": "MATH,CUDNN"}, r"valid: \['MATH', 'CUDNN', 'TRITON', 'CUDNN,TRITON', 'AUTO'\]"),
+    ({"attention_backend": " "}, r"valid: \['MATH', 'CUDNN', 'TRITON', 'CUDNN,TRITON', 'AUTO'\]"),
+    ({"attention_backend": 3}, r"attention_backend must be a string, one of \['MATH', 'CUDNN', 'TRITON', 'CUDNN,TRITON', 'AUTO'\], got int"),
+    ({"attention_backend": "CUDNN,TRITON,MATH"}, r"valid: \['MATH', 'CUDNN', 'TRITON', 'CUDNN,TRITON', 'AUTO'\]"),
 ])
 def test_invalid_values_raise_spec_error_listing_valid_values(kwargs, match):
     with pytest.raises(aotirt.SpecError, match=match) as info:
@@ -202,7 +202,7 @@ def test_conv_backends_in_inductor_configs_are_validated_override_and_obey_platf
     out = aotirt.inductor_options(aotirt.CompileOptions(), {"max_autotune_conv_backends": "triton,aten"},
                                   target="cuda")
     assert out["max_autotune_conv_backends"] == "ATEN,TRITON"
-    with pytest.raises(aotirt.SpecError, match=r"valid: \['TRITON', 'ATEN,TRITON', 'ATEN'\]"):
+    with pytest.raises(aotirt.SpecError, match=r"valid: \['TRITON', 'ATEN,TRITON', 'ATEN', 'AUTO'\]"):
         aotirt.inductor_options(aotirt.CompileOptions(), {"max_autotune_conv_backends": "CUTLASS"}, target="cuda")
     with pytest.raises(aotirt.UnsupportedPlatformError, match="use max_autotune_conv_backends='TRITON'"):
         aotirt.inductor_options(aotirt.CompileOptions(target="rocm"), {"max_autotune_conv_backends": "ATEN"})
@@ -271,7 +271,7 @@ def test_attention_backend_in_inductor_configs_is_validated_and_overrides():
     out = aotirt.inductor_options(aotirt.CompileOptions(), {"attention_backend": "cudnn"}, target="cuda")
     assert out["aot_inductor.metadata"]["aotirt_attention_backend"] == "CUDNN" and "attention_backend" not in out
     assert specs.effective_options(None, {"attention_backend": "cudnn"}).attention_backend == "CUDNN"
-    with pytest.raises(aotirt.SpecError, match=r"valid: \['MATH', 'CUDNN', 'TRITON', 'CUDNN,TRITON'\]"):
+    with pytest.raises(aotirt.SpecError, match=r"valid: \['MATH', 'CUDNN', 'TRITON', 'CUDNN,TRITON', 'AUTO'\]"):
         aotirt.inductor_options(aotirt.CompileOptions(), {"attention_backend": "FLASH"}, target="cuda")
     with pytest.raises(aotirt.UnsupportedPlatformError, match="use attention_backend='MATH'"):
         aotirt.inductor_options(aotirt.CompileOptions(target="rocm"), {"attention_backend": "CUDNN"})
@@ -394,13 +394,13 @@ def test_compile_specs_parse_to_options(specs_, expected):
     ([Spec("platform", b"windows"), Spec("max_autotune_gemm_backends", b"ATEN")], aotirt.UnsupportedPlatformError,
      "windows_cuda"),
     ([Spec("target", b"rocm"), Spec("max_autotune", b"OFF")], aotirt.UnsupportedPlatformError, "max_autotune=OFF"),
-    ([Spec("attention_backend", b"FLASH")], aotirt.SpecError, r"'FLASH' is not valid; valid: \['MATH', 'CUDNN', 'TRITON', 'CUDNN,TRITON'\]"),
+    ([Spec("attention_backend", b"FLASH")], aotirt.SpecError, r"'FLASH' is not valid; valid: \['MATH', 'CUDNN', 'TRITON', 'CUDNN,TRITON', 'AUTO'\]"),
     ([Spec("platform", b"windows"), Spec("attention_backend", b"CUDNN")], aotirt.UnsupportedPlatformError,
      r"windows_cuda: attention_backend='CUDNN'.*use attention_backend='MATH'.*or 'TRITON'"),
     ([Spec("target", b"rocm"), Spec("attention_backend", b"cudnn")], aotirt.UnsupportedPlatformError,
      r"rocm: attention_backend='CUDNN'.*use attention_backend='MATH'"),
     ([Spec("max_autotune_conv_backends", b"CUTLASS")], aotirt.SpecError,
-     r"valid: \['TRITON', 'ATEN,TRITON', 'ATEN'\]"),
+     r"valid: \['TRITON', 'ATEN,TRITON', 'ATEN', 'AUTO'\]"),
     ([Spec("platform", b"windows"), Spec("max_autotune_conv_backends", b"ATEN,TRITON")],
      aotirt.UnsupportedPlatformError, r"windows_cuda: max_autotune_conv_backends='ATEN,TRITON'.*use "
                                       r"max_autotune_conv_backends='TRITON'"),
@@ -427,7 +427,7 @@ def test_auto_timing_values_and_refusals():
     assert specs.CompileOptions(max_autotune_gemm_backends="auto", auto_timing=" Eager ").auto_timing == "eager"
     with pytest.raises(aotirt.SpecError, match=r"auto_timing='sometimes' is not valid; valid: \['graphs', 'eager'\]"):
         specs.CompileOptions(max_autotune_gemm_backends="AUTO", auto_timing="sometimes")
-    with pytest.raises(aotirt.SpecError, match="only applies to max_autotune_gemm_backends='AUTO'"):
+    with pytest.raises(aotirt.SpecError, match="only applies where a backend field is 'AUTO'"):
         specs.CompileOptions(max_autotune_gemm_backends="ATEN,TRITON", auto_timing="eager")
     # ExecuTorch-style compile specs round-trip it
     opts, _ = specs.options_from_compile_specs([Spec("max_autotune_gemm_backends", b"AUTO"),

@@ -111,3 +111,38 @@ def test_auto_refusals_before_lowering(kwargs, match):
         auto.compile_auto(Small().cuda(), (torch.randn(4, 256, device="cuda"),), None,
                           compile_fn=lambda *a, **k: calls.append(a), **kwargs)
     assert calls == []
+
+
+@requires_gpu
+def test_attention_auto_picks_among_its_candidates_and_matches_eager():
+    """attention_backend=AUTO (aotirt.compile): CUDNN,TRITON, TRITON and MATH lowered for a small bf16 attention
+    block, timed here; the choice and the three timings are in the metadata; the package matches eager."""
+    import aotirt
+    from aotirt import auto
+
+    class Attn(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.qkv, self.out = nn.Linear(256, 768), nn.Linear(256, 256)
+
+        def forward(self, x):
+            b, t, _ = x.shape
+            q, k, v = self.qkv(x).view(b, t, 3, 4, 64).permute(2, 0, 3, 1, 4)
+            return self.out(F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(b, t, 256))
+
+    torch.manual_seed(0)
+    model = Attn().to("cuda", torch.bfloat16).eval()
+    x = torch.randn(2, 128, 256, device="cuda", dtype=torch.bfloat16)
+    path = aotirt.compile(model, (x,), os.path.join(tempfile.mkdtemp(prefix="aotirt_auto_attn_"), "a.pt2"),
+                          options=aotirt.CompileOptions(attention_backend="AUTO"))
+    runner = aotirt.load(path)
+    md = runner.metadata
+    choice_key, timings_key, _, errors_key, _, _ = auto.meta_keys("attention_backend")
+    assert md[choice_key] in auto.FIELD_CANDIDATES["attention_backend"]
+    assert md["aotirt_attention_backend"] == md[choice_key]  # the package is the chosen lowering
+    timings = json.loads(md[timings_key])
+    assert set(timings) == set(auto.FIELD_CANDIDATES["attention_backend"])
+    assert not json.loads(md.get(errors_key, "{}")) and all(0 < ms < 100 for ms in timings.values())
+    assert md[choice_key] == min(timings, key=lambda c: timings[c])
+    with torch.no_grad():
+        torch.testing.assert_close(runner(x), model(x), **TOL["bfloat16"])

@@ -77,3 +77,18 @@ def test_captured_decoding_with_aliased_caches(setup, tmp_path):
     forced = decode.generate(dec, new, forced=ref["tokens"], keep_logits=True)
     cmp_ = decode.compare(ref, free, forced)
     assert cmp_["identical_tokens"] == cmp_["tokens"] == new and cmp_["forced_agree"] == new
+
+
+def test_one_package_with_a_dynamic_token_count(setup, tmp_path):
+    """aotirt_dyn: one package (dynamic T, 1..prompt) serves the prefill and the decode step, each its own graph
+    over the same runner; tokens and logits as eager's."""
+    decode, c, model, prompt, new, paths = setup
+    ref, _ = _eager(decode, c, model, prompt, new)
+    bufs = decode.make_bufs(c, prompt, new, torch.float32)
+    with torch.no_grad():
+        dec, info = decode.aotirt_decoder(model, bufs, str(tmp_path), dynamic=True)
+    assert dec.runners["prefill"] is dec.runners["decode"] and "compile_dynamic_s" in info
+    free = decode.generate(dec, new, keep_logits=True)
+    assert torch.equal(free["tokens"], ref["tokens"])
+    torch.testing.assert_close(free["logits"], ref["logits"], atol=2e-4, rtol=2e-4)
+    assert all(g.input_copies == 0 for g in dec.graphs)
