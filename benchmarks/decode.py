@@ -375,6 +375,27 @@ def torch_compile_decoder(model, bufs) -> Decoder:
     return Decoder(prefill, step, bufs)
 
 
+def wrapper_calls(package_path: str) -> dict:
+    """What one run of a package calls, from its generated wrapper source (straight-line code: call sites = calls
+    per run): aoti_torch_* shim call sites by name, the Triton kernel launch sites, and those of them that are the
+    Triton attention kernel (aotirt.triton_attention's sdpa kernel). {} where the package has no source."""
+    import re
+
+    from aotirt import package, platforms
+    src = package.wrapper_source(package_path)
+    if not src:
+        return {}
+    code = re.sub(r"//[^\n]*", "", src)
+    shims: dict = {}
+    for name in re.findall(r"\b(aoti_torch_\w+)\s*\(", code):
+        if name in platforms.shims_called(code):
+            shims[name] = shims.get(name, 0) + 1
+    # launches, not the launchers' definitions (`static inline void call_triton_...(`)
+    triton = re.findall(r"(?<!void )\b(?:call_)?(triton_\w+|sdpa_fwd\w*)\s*\(", code)
+    return {"shims": dict(sorted(shims.items(), key=lambda kv: -kv[1])),
+            "triton_launches": len(triton), "triton_attention_launches": sum("sdpa" in t for t in triton)}
+
+
 def dynamic_shapes(bufs: dict):
     """torch.export dynamic_shapes for one package that takes both calls: the token count T of ids (B, T) and pos
     (T,) from 1 to the prompt length; the caches static."""
@@ -415,9 +436,14 @@ def aotirt_decoder(model, bufs, work: str, cache_dir: str | None = None, options
         info[f"compile_{'dynamic' if dynamic else name}_s"] = round(time.perf_counter() - t0, 1)
         runners[name] = runner
         info[f"{name}_spec"] = {k: v for k, v in runners[name].metadata.items() if k.startswith("aotirt_")}
+        try:  # which GEMM / attention paths the lowering took (read back from the package)
+            info[f"{name}_calls"] = wrapper_calls(path)
+        except Exception as e:  # noqa: BLE001 (bookkeeping only)
+            info[f"{name}_calls"] = {"error": f"{type(e).__name__}: {e}"}
     if dynamic:
         runners["decode"] = runners["prefill"]
         info["decode_spec"] = info["prefill_spec"]
+        info["decode_calls"] = info["prefill_calls"]
     for t in c:  # the compiles ran the model on the caches
         t.zero_()
     bufs["pos_d"].fill_(bufs["ids_p"].shape[1])

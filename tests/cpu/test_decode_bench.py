@@ -140,3 +140,23 @@ def test_one_export_with_a_dynamic_token_count_takes_prefill_and_decode(tiny):
                               new, keep_logits=True)
     assert torch.equal(got["tokens"], want["tokens"])
     torch.testing.assert_close(got["logits"], want["logits"], rtol=1e-5, atol=1e-5)
+
+
+def test_wrapper_calls_counts_shim_and_triton_call_sites(tmp_path):
+    from aotirt import package
+    src = """// aoti_torch_cuda_mm_out( in a comment is no call
+    static inline void call_triton_poi_fused_add_0(void* a, cudaStream_t stream) {
+    AOTI_TORCH_ERROR_CODE_CHECK(aoti_torch_cuda_mm_out(buf0, a, b));
+    AOTI_TORCH_ERROR_CODE_CHECK(aoti_torch_cuda_mm_out(buf1, a, b));
+    AOTI_TORCH_ERROR_CODE_CHECK(aoti_torch_cuda__scaled_dot_product_cudnn_attention(q, k, v));
+    call_triton_poi_fused_add_0(buf0, stream);
+    call_triton_red_fused_rms_1(buf1, stream);
+    call_sdpa_fwd_0(q, k, v, stream);
+"""
+    p = package.write_package(str(tmp_path / "m.pt2"), "w", b"so", None, {"aotirt_version": "t"})
+    import zipfile
+    with zipfile.ZipFile(p, "a") as z:
+        z.writestr("m/data/aotinductor/model/w.wrapper.cpp", src)
+    calls = decode.wrapper_calls(p)
+    assert calls["shims"] == {"aoti_torch_cuda_mm_out": 2, "aoti_torch_cuda__scaled_dot_product_cudnn_attention": 1}
+    assert calls["triton_launches"] == 3 and calls["triton_attention_launches"] == 1
