@@ -177,6 +177,13 @@ AOTIRT_EXPORT AOTITorchError aoti_torch_cuda_sort_stable(AtenTensorHandle self, 
                                                         AtenTensorHandle* ret1);
 AOTIRT_EXPORT AOTITorchError aoti_torch_cuda_topk(AtenTensorHandle self, int64_t k, int64_t dim, int32_t largest,
                                                  int32_t sorted, AtenTensorHandle* ret0, AtenTensorHandle* ret1);
+// ---- Weight-only int4 GEMM (Linux and Windows CUDA; PyTorch's c_shim_cuda.h signature): self bfloat16 [m, k]
+// times the weights torch._convert_weight_to_int4pack packed on CUDA (int32 [n / 8, k / (inner_k_tiles * 16), 32,
+// inner_k_tiles / 2]) dequantized with qScaleAndZeros (bfloat16 [k / qGroupSize, n, 2]) as torch's kernel does;
+// ret0: a new bfloat16 [m, n]. shims/int4/int4_plan.h lists what is refused.
+AOTIRT_EXPORT AOTITorchError aoti_torch_cuda__weight_int4pack_mm(AtenTensorHandle self, AtenTensorHandle mat2,
+                                                                int64_t qGroupSize, AtenTensorHandle qScaleAndZeros,
+                                                                AtenTensorHandle* ret0);
 
 // ---- this library's own API
 // The message of this thread's last failed call ("" if none). Borrowed; valid until the next failing call.

@@ -33,5 +33,7 @@ def tool(name: str) -> str:
 
 
 def is_gemm(name: str) -> bool:
-    """A GEMM shim: aoti_torch_cuda_*mm*_out (mm, addmm, bmm, baddbmm, _int_mm)."""
-    return name.startswith("aoti_torch_cuda_") and "mm" in name[len("aoti_torch_cuda_"):]
+    """A GEMM shim: aoti_torch_cuda_*mm*_out (mm, addmm, bmm, baddbmm, _int_mm; not _weight_int4pack_mm, our own
+    kernel, no cuBLASLt)."""
+    return (name.startswith("aoti_torch_cuda_") and name.endswith("_out")
+            and "mm" in name[len("aoti_torch_cuda_"):])

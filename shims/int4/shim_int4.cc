@@ -1,0 +1,69 @@
+// extern "C" aoti_torch_cuda__weight_int4pack_mm with PyTorch's c_shim_cuda.h signature: handles -> plan from
+// metadata (int4_plan.h: every refusal, before any device work) -> a new bfloat16 [m, n] output -> int4_kernel.cu on
+// the current stream (no workspace, no synchronization: capturable).
+#include <memory>
+
+#include "shims/common/error.h"
+#include "shims/cuda/device.h"
+#include "shims/include/aotirt/shim.h"
+#include "shims/int4/int4_kernel.h"
+#include "shims/int4/int4_plan.h"
+#include "shims/tensor/tensor.h"
+
+namespace aotirt {
+namespace int4 {
+namespace {
+
+const Tensor* Operand(const char* fn, AtenTensorHandle h, const char* what, Meta* m) {
+  const Tensor* t = FromHandle(h, fn, what);
+  m->dtype = t->dtype();
+  m->sizes = t->sizes();
+  m->strides = t->strides();
+  return t;
+}
+
+void Int4Mm(const char* fn, AtenTensorHandle self, AtenTensorHandle mat2, int64_t group_size,
+            AtenTensorHandle scales_and_zeros, AtenTensorHandle* ret0) {
+  AOTIRT_CHECK(ret0 != nullptr, fn, "the return pointer is null");
+  Meta ma, mb, ms;
+  const Tensor* a = Operand(fn, self, "self", &ma);
+  const Tensor* b = Operand(fn, mat2, "mat2", &mb);
+  const Tensor* s = Operand(fn, scales_and_zeros, "qScaleAndZeros", &ms);
+  const Int4MmPlan p = PlanInt4Mm(fn, ma, mb, group_size, ms);
+  for (const Tensor* t : {a, b, s}) {
+    AOTIRT_CHECK(t->is_cuda(), fn, "an operand is on ", DeviceName(t->device_type(), t->device_index()),
+                 "; this shim takes CUDA tensors");
+    AOTIRT_CHECK(t->device_index() == a->device_index(), fn, "the operands are on different GPUs (",
+                 a->device_index(), " and ", t->device_index(), ")");
+  }
+  const int32_t dev = a->device_index();
+  gpu::DeviceGuard guard(fn, dev);
+  std::unique_ptr<Tensor> out(gpu::NewDeviceTensor(fn, dev, DType::kBFloat16, p.out_sizes, p.out_strides));
+  if (!p.empty) {
+    Int4MmParams kp;
+    kp.m = p.m;
+    kp.n = p.n;
+    kp.k = p.k;
+    kp.inner_k_tiles = p.inner_k_tiles;
+    kp.k_outer = p.k_outer;
+    kp.group_size = p.group_size;
+    kp.a = a->data_ptr();
+    kp.b = static_cast<const int32_t*>(b->data_ptr());
+    kp.scales_and_zeros = s->data_ptr();
+    kp.out = out->data_ptr();
+    const int rc = LaunchInt4Mm(kp, gpu::CurrentStream(dev));
+    AOTIRT_CHECK(rc == 0, fn, "the int4 GEMM kernel failed to launch (CUDA error ", rc, ")");
+  }
+  *ret0 = ToHandle(out.release());
+}
+
+}  // namespace
+}  // namespace int4
+}  // namespace aotirt
+
+extern "C" AOTITorchError aoti_torch_cuda__weight_int4pack_mm(AtenTensorHandle self, AtenTensorHandle mat2,
+                                                             int64_t qGroupSize, AtenTensorHandle qScaleAndZeros,
+                                                             AtenTensorHandle* ret0) {
+  static const char* fn = "aoti_torch_cuda__weight_int4pack_mm";
+  AOTIRT_SHIM_BOUNDARY(fn, { aotirt::int4::Int4Mm(fn, self, mat2, qGroupSize, qScaleAndZeros, ret0); })
+}

@@ -1,0 +1,118 @@
+"""aoti_torch_cuda__weight_int4pack_mm (shims/int4) on torch CUDA tensors, against torch's own
+torch._weight_int4pack_mm on weights packed by torch._convert_weight_to_int4pack: every inner_k_tiles (2, 4, 8) and
+group size (32..256), m from 1 to 64, random weights, scales and zeros. Exactly: an identity input returns the
+dequantized weights themselves (bf16((q - 8) * scale + zero), torch's dequantization), which pins the packed layout
+element by element; otherwise within bf16 rounding of a float32 reference on the same dequantized weights and of
+torch's kernel. Called through ctypes on the shim library named by $AOTIRT_SHIM_LIB. Until these pass on the H200
+the manifest keeps the shim out of lowering (note "unverified")."""
+import ctypes
+import os
+import random
+
+import pytest
+
+from conftest import SHIM_LIB as LIB_PATH, requires_shim_lib, torch
+from test_attention_shims import Shims
+
+pytestmark = requires_shim_lib
+
+CASES = int(os.environ.get("AOTIRT_INT4_CASES", "120"))
+H, I64 = ctypes.c_void_p, ctypes.c_int64
+
+
+class Int4Shims(Shims):
+    def __init__(self, path):
+        super().__init__(path)
+        self.lib.aoti_torch_cuda__weight_int4pack_mm.argtypes = [H, H, I64, H, ctypes.POINTER(H)]
+
+    def mm(self, x, packed, group, sz):
+        hs = [self.wrap(t) for t in (x, packed, sz)]
+        out = H()
+        try:
+            rc = self.lib.aoti_torch_cuda__weight_int4pack_mm(hs[0], hs[1], group, hs[2], ctypes.byref(out))
+            if rc != 0:
+                return None, self.error()
+            y, layout = self.take(out, torch.bfloat16)
+            self.lib.aoti_torch_delete_tensor_object(out)
+            return (y, layout), ""
+        finally:
+            for h in hs:
+                self.lib.aoti_torch_delete_tensor_object(h)
+
+
+@pytest.fixture(scope="module")
+def shims():
+    return Int4Shims(LIB_PATH)
+
+
+def quantized(n, k, group, inner_k_tiles, seed):
+    """(q int32 [n, k] in 0..15, torch's packed weights, scales_and_zeros [k/group, n, 2] bf16, dequantized W bf16)."""
+    g = torch.Generator().manual_seed(seed)
+    q = torch.randint(0, 16, (n, k), generator=g, dtype=torch.int32)
+    w_uint8 = (q[:, ::2] << 4 | q[:, 1::2]).to(torch.uint8)
+    packed = torch._convert_weight_to_int4pack(w_uint8.cuda(), inner_k_tiles)
+    scales = (torch.rand(k // group, n, generator=g) * 0.02 + 0.005).to(torch.bfloat16)
+    zeros = (torch.randn(k // group, n, generator=g) * 0.05).to(torch.bfloat16)
+    sz = torch.stack([scales, zeros], dim=-1).contiguous().cuda()
+    groups = torch.arange(k) // group
+    w = ((q - 8).float() * scales.float()[groups].T + zeros.float()[groups].T).to(torch.bfloat16)
+    return q, packed, sz, w.cuda()
+
+
+def _k(rng, inner_k_tiles, group):
+    step = max(inner_k_tiles * 16, group)
+    return step * rng.choice([1, 1, 2, 3, 4, 8])
+
+
+@pytest.mark.parametrize("inner_k_tiles", [2, 4, 8])
+@pytest.mark.parametrize("group", [32, 64, 128, 256])
+def test_identity_input_returns_the_dequantized_weights_exactly(shims, inner_k_tiles, group):
+    k = max(inner_k_tiles * 16, group)
+    n = 24
+    _, packed, sz, w = quantized(n, k, group, inner_k_tiles, seed=inner_k_tiles * 1000 + group)
+    eye = torch.eye(k, dtype=torch.bfloat16, device="cuda")
+    got, err = shims.mm(eye, packed, group, sz)
+    assert got is not None, err
+    y, (sizes, strides) = got
+    assert sizes == [k, n] and strides == [n, 1]
+    torch.cuda.synchronize()
+    assert torch.equal(y, w.T.contiguous()), "the packed layout is read wrong"
+    # torch's kernel on the same input: its dequantization, up to one bf16 rounding step (its fma is a bf16 one)
+    ref = torch._weight_int4pack_mm(eye, packed, group, sz)
+    torch.testing.assert_close(ref, w.T.contiguous(), rtol=8e-3, atol=1e-4)
+
+
+def test_random_cases_against_torch(shims):
+    rng = random.Random(20261204)
+    worst = 0.0
+    for case in range(CASES):
+        ikt, group = rng.choice([2, 4, 8]), rng.choice([32, 64, 128, 256])
+        k = _k(rng, ikt, group)
+        n = 8 * rng.choice([1, 2, 3, 8, 33, 128])
+        m = rng.choice([1, 1, 2, 3, 7, 8, 9, 16, 64])
+        _, packed, sz, w = quantized(n, k, group, ikt, seed=case)
+        x = (torch.randn(m, k, generator=torch.Generator().manual_seed(case)) * 0.5).to(torch.bfloat16).cuda()
+        got, err = shims.mm(x, packed, group, sz)
+        assert got is not None, f"case {case}: {err}"
+        y = got[0]
+        ref = x.float() @ w.float().T
+        theirs = torch._weight_int4pack_mm(x, packed, group, sz).float()
+        scale = ref.abs().max().item() + 1e-6
+        d_ref = (y.float() - ref).abs().max().item() / scale
+        d_torch = (y.float() - theirs).abs().max().item() / scale
+        worst = max(worst, d_ref)
+        where = f"case {case}: m={m} n={n} k={k} inner_k_tiles={ikt} group={group}"
+        assert d_ref <= 1e-2, f"{where}: {d_ref:.3e} of max |out| from the float32 reference"
+        assert d_torch <= 2e-2, f"{where}: {d_torch:.3e} of max |out| from torch's kernel"
+    print(f"int4 mm: {CASES} cases, worst |ours - float32 reference| / max|out| = {worst:.2e}")
+
+
+def test_empty_and_refusals(shims):
+    _, packed, sz, _ = quantized(16, 64, 64, 4, seed=1)
+    got, err = shims.mm(torch.empty(0, 64, dtype=torch.bfloat16, device="cuda"), packed, 64, sz)
+    assert got is not None, err
+    assert got[1] == ([0, 16], [16, 1])
+    got, err = shims.mm(torch.randn(2, 64, device="cuda"), packed, 64, sz)
+    assert got is None and "self must be bfloat16, got float32" in err
+    got, err = shims.mm(torch.randn(2, 64, device="cuda").to(torch.bfloat16), packed, 48, sz)
+    assert got is None and "qGroupSize must be 32, 64, 128 or 256, got 48" in err
