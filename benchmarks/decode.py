@@ -24,6 +24,11 @@ token the argmax of the previous logits, fed back on the GPU (no host sync in th
                  its Triton GEMM templates per shape; slower compile)
   aotirt_tattn   attention_backend="TRITON" (the Triton attention kernel compiled into the packages)
   aotirt_math    attention_backend="MATH" (SDPA decomposed: at one query per step, a GEMV-sized matmul + softmax)
+  eager_int4, torch_compile_int4, aotirt_int4
+                 the decoder layers' linears weight-only int4 (groups of --int4-group along k, asymmetric, as gpt-fast
+                 and torchao quantize: q = round((w - min) / scale), w = (q - 8) * scale + zero), packed by
+                 torch._convert_weight_to_int4pack and run by aten._weight_int4pack_mm (lm_head stays bf16);
+                 eager_int4 is the reference of the other two
 Recorded per variant: time to first token (prefill + argmax, ms), decode tokens/s (new - 1 steps), tokens identical
 to eager's (free-running: count and first mismatch), teacher-forced agreement (eager's tokens fed in, argmax per step
 compared, with eager's top-2 logit margin at each mismatch: near-ties are what bf16 rounding flips), max |logit
@@ -66,7 +71,9 @@ CONFIGS = {
 AOTIRT_OPTIONS = {"aotirt": {}, "aotirt_dyn": {}, "aotirt_at": {"max_autotune_gemm_backends": "ATEN,TRITON"},
                   "aotirt_tattn": {"attention_backend": "TRITON"}, "aotirt_math": {"attention_backend": "MATH"}}
 DYNAMIC = ("aotirt_dyn",)  # one package with a dynamic token count instead of two
-VARIANTS = ("eager", "eager_graph", "torch_compile") + tuple(AOTIRT_OPTIONS)
+# Weight-only int4 (group-quantized, torch's packed layout, aten._weight_int4pack_mm): eager_int4 is their reference
+INT4_VARIANTS = ("eager_int4", "torch_compile_int4", "aotirt_int4")
+VARIANTS = ("eager", "eager_graph", "torch_compile") + tuple(AOTIRT_OPTIONS) + INT4_VARIANTS
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 
 
@@ -251,6 +258,63 @@ class Decoder:
 
     def __init__(self, prefill: Callable[[], torch.Tensor], step: Callable[[], torch.Tensor], bufs: dict):
         self.prefill, self.step, self.bufs = prefill, step, bufs
+
+
+def group_quantize_int4(w: torch.Tensor, group_size: int) -> tuple:
+    """w (n, k) -> (q int32 (n, k) in 0..15, scales_and_zeros (k / group_size, n, 2) bfloat16) with
+    (q - 8) * scale + zero ~ w: per row and group of group_size along k, scale = (max - min) / 15, zero = min + 8 scale
+    (torch's own int4 tests and gpt-fast's quantizer)."""
+    n, k = w.shape
+    if k % group_size:
+        raise ValueError(f"k = {k} is not a multiple of the group size {group_size}")
+    wg = w.float().reshape(n, k // group_size, group_size)
+    lo, hi = wg.amin(-1, keepdim=True), wg.amax(-1, keepdim=True)
+    scale = ((hi - lo).clamp(min=1e-6) / 15).to(torch.bfloat16).float()
+    zero = (lo + scale * 8).to(torch.bfloat16).float()
+    q = ((wg - lo) / scale).round().clamp(0, 15).to(torch.int32).reshape(n, k)
+    sz = torch.stack([scale.squeeze(-1), zero.squeeze(-1)], dim=-1).transpose(0, 1).contiguous()
+    return q, sz.to(torch.bfloat16)
+
+
+def dequantize_int4(q: torch.Tensor, scales_and_zeros: torch.Tensor, group_size: int) -> torch.Tensor:
+    """The weights aten._weight_int4pack_mm multiplies by: bf16((q - 8) * scale + zero), (n, k)."""
+    g = torch.arange(q.shape[1], device=q.device) // group_size
+    s, z = scales_and_zeros[..., 0].float()[g].T, scales_and_zeros[..., 1].float()[g].T
+    return ((q - 8).float() * s + z).to(torch.bfloat16)
+
+
+class Int4Linear(nn.Module):
+    """A bias-free nn.Linear's weight quantized to int4 (group_quantize_int4), packed by
+    torch._convert_weight_to_int4pack on the weight's GPU, applied with aten._weight_int4pack_mm (bfloat16 in/out)."""
+
+    def __init__(self, linear: nn.Linear, group_size: int = 128, inner_k_tiles: int = 8):
+        super().__init__()
+        if linear.bias is not None:
+            raise ValueError("Int4Linear takes bias-free linears")
+        q, sz = group_quantize_int4(linear.weight.detach(), group_size)
+        dev = linear.weight.device
+        w_uint8 = (q[:, ::2] << 4 | q[:, 1::2]).to(torch.uint8).to(dev)
+        self.register_buffer("packed", torch._convert_weight_to_int4pack(w_uint8, inner_k_tiles))
+        self.register_buffer("scales_and_zeros", sz.to(dev))
+        self.group_size, self.out_features = group_size, linear.out_features
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.ops.aten._weight_int4pack_mm(x.reshape(-1, x.shape[-1]), self.packed, self.group_size,
+                                               self.scales_and_zeros)
+        return y.reshape(*x.shape[:-1], self.out_features)
+
+
+def quantize_int4(model: "StaticCacheLlama", group_size: int = 128, inner_k_tiles: int = 8) -> "StaticCacheLlama":
+    """A copy of `model` (bfloat16, on a GPU) with every linear of its decoder layers an Int4Linear."""
+    import copy
+    q = copy.deepcopy(model)
+    for layer in q.model.layers:
+        for parent in (layer.self_attn, layer.mlp):
+            for name, child in list(parent.named_children()):
+                if isinstance(child, nn.Linear):
+                    setattr(parent, name, Int4Linear(child, group_size, inner_k_tiles))
+    q.c = dict(model.c, int4_group=group_size, int4_inner_k_tiles=inner_k_tiles)  # its own aotirt package cache key
+    return q
 
 
 def make_bufs(c: dict, prompt_ids: torch.Tensor, new: int, dtype: torch.dtype) -> dict:
@@ -470,11 +534,14 @@ def markdown(result: dict) -> str:
              f"tokens (greedy), batch 1, {result['dtype']}; median of {result['repeats']} generations. "
              f"Wrapper vs transformers (float32 logits, {m.get('hf_check', {}).get('tokens', '-')} tokens): "
              f"max |diff| {_f(m.get('hf_check', {}).get('max_abs_diff'), '{:.2e}')}.", "",
-             "| variant | TTFT ms | decode ms/token | tokens/s | vs torch.compile tokens/s | tokens identical to eager "
-             "| teacher-forced argmax agreement | max abs logit diff (forced) | compile s | device MB | notes |",
+             "| variant | TTFT ms | decode ms/token | tokens/s | vs torch.compile tokens/s (int4 rows: its int4) | tokens "
+             "identical to eager (int4 rows: eager_int4) | teacher-forced argmax agreement | max abs logit diff "
+             "(forced) | compile s | device MB | notes |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
-    tc = next((r for r in result["rows"] if r["variant"] == "torch_compile" and r.get("decode_tokens_per_s")), None)
+    tcs = {r["variant"]: r for r in result["rows"]
+           if r["variant"] in ("torch_compile", "torch_compile_int4") and r.get("decode_tokens_per_s")}
     for r in result["rows"]:
+        tc = tcs.get("torch_compile_int4" if r["variant"] in INT4_VARIANTS else "torch_compile")
         if r.get("error"):
             lines.append(f"| {r['variant']} | - | - | - | - | - | - | - | - | - | {r['error'][:160]} |")
             continue
@@ -514,6 +581,7 @@ def parse_args(argv: list | None = None):
     f.enum("dtype", "bf16", tuple(DTYPES), "weights and activations")
     f.string("cache-dir", os.environ.get("AOTIRT_BENCH_CACHE", ""), "keep/reuse the aotirt packages here")
     f.define("layers", 0, "override the config's layer count (0: the config's)", _nonnegative, "integer")
+    f.enum("int4-group", "128", ("32", "64", "128", "256"), "the int4 variants' quantization group size")
     f.boolean("profile", False, "per variant, the GPU kernels of 5 decode steps run without graphs (torch.profiler)")
     return f.parse(argv)
 
@@ -530,6 +598,8 @@ def _variants(text: str) -> tuple:
     bad = [v for v in vals if v not in VARIANTS]
     if bad:
         raise ValueError(f"unknown variants {bad}; choose from {','.join(VARIANTS)}")
+    if any(v in INT4_VARIANTS for v in vals):  # the int4 rows' reference first
+        vals = ("eager_int4",) + vals
     return tuple(dict.fromkeys(("eager",) + vals))
 
 
@@ -574,7 +644,8 @@ def main(argv: list | None = None) -> int:
               "model": {"config": c, "params": n_params, "description": description(c, n_params, hf_check is not None),
                         "hf_check": hf_check},
               "rows": []}
-    ref = None
+    refs: dict = {}
+    model_int4 = None
     work = tempfile.mkdtemp(prefix="aotirt_decode_")
     with torch.no_grad():
         for v in a.variants:
@@ -586,35 +657,44 @@ def main(argv: list | None = None) -> int:
             t0 = time.perf_counter()
             try:
                 bufs = make_bufs(c, prompt, a.new, dtype)
-                if v == "eager":
-                    dec = eager_decoder(model, bufs)
-                elif v == "eager_graph":
-                    dec = eager_graph_decoder(model, bufs)
-                elif v == "torch_compile":
-                    dec = torch_compile_decoder(model, bufs)
+                int4 = v in INT4_VARIANTS
+                base = v[:-len("_int4")] if int4 else v
+                if int4 and model_int4 is None:
+                    model_int4 = quantize_int4(model, int(a.int4_group))
+                m_ = model_int4 if int4 else model
+                if base == "eager":
+                    dec = eager_decoder(m_, bufs)
+                elif base == "eager_graph":
+                    dec = eager_graph_decoder(m_, bufs)
+                elif base == "torch_compile":
+                    dec = torch_compile_decoder(m_, bufs)
                 else:
-                    dec, info = aotirt_decoder(model, bufs, work, a.cache_dir or None, AOTIRT_OPTIONS[v],
-                                               dynamic=v in DYNAMIC)
+                    dec, info = aotirt_decoder(m_, bufs, work, a.cache_dir or None, AOTIRT_OPTIONS[base],
+                                               dynamic=base in DYNAMIC)
                     row.update(info)
                 row["compile_s"] = round(time.perf_counter() - t0, 1)
                 free = generate(dec, a.new, keep_logits=True)
-                if v == "eager":
-                    ref = free
+                if base == "eager":
+                    refs["int4" if int4 else "bf16"] = free
                 else:
+                    ref = refs.get("int4" if int4 else "bf16")
+                    if ref is None:
+                        raise RuntimeError(f"no reference tokens: {'eager_int4' if int4 else 'eager'} did not run")
                     forced = generate(dec, a.new, forced=ref["tokens"], keep_logits=True)
                     row["compare"] = compare(ref, free, forced)
                 row.update(time_generate(dec, a.new, a.repeats))
-                if a.profile and v != "torch_compile":
+                if a.profile and base != "torch_compile":
                     b_ = bufs
                     fn = ((lambda: dec.runners["decode"].run_list([b_["ids_d"], b_["pos_d"], *b_["caches"]]))
-                          if v.startswith("aotirt") else (lambda: model(b_["ids_d"], b_["pos_d"], *b_["caches"])))
+                          if base.startswith("aotirt") else (lambda: m_(b_["ids_d"], b_["pos_d"], *b_["caches"])))
                     row["profile"] = profile_calls(fn, top=12)
                     say(f"{v}: profile of a decode step without graphs: {json.dumps(row['profile'])}")
                 torch.cuda.synchronize()
                 row["device_mb"] = device_used_mb() - before
                 row["torch_peak_alloc_mb"] = torch.cuda.max_memory_allocated() / 2**20
-                if v.startswith("aotirt"):
-                    row["notes"] = ("one package, dynamic token count; " if v in DYNAMIC else
+                if base.startswith("aotirt"):
+                    row["notes"] = ("int4 weights; " if int4 else "") + (
+                        "one package, dynamic token count; " if base in DYNAMIC else
                                     "two packages (weights twice); ") + ", ".join(
                         f"{k[7:]}={v_}" for k, v_ in sorted(row["decode_spec"].items())
                         if k in ("aotirt_max_autotune_gemm_backends", "aotirt_attention_backend"))

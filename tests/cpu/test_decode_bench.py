@@ -160,3 +160,40 @@ def test_wrapper_calls_counts_shim_and_triton_call_sites(tmp_path):
     calls = decode.wrapper_calls(p)
     assert calls["shims"] == {"aoti_torch_cuda_mm_out": 2, "aoti_torch_cuda__scaled_dot_product_cudnn_attention": 1}
     assert calls["triton_launches"] == 3 and calls["triton_attention_launches"] == 1
+
+
+def test_group_quantize_int4_is_torchs_asymmetric_scheme():
+    w = torch.randn(16, 256, generator=torch.Generator().manual_seed(2)) * 0.05
+    q, sz = decode.group_quantize_int4(w, 64)
+    assert q.dtype == torch.int32 and q.shape == (16, 256) and int(q.min()) >= 0 and int(q.max()) <= 15
+    assert sz.dtype == torch.bfloat16 and sz.shape == (4, 16, 2)
+    wd = decode.dequantize_int4(q, sz, 64).float()
+    # within half a quantization step (+ the bf16 rounding of scale/zero) of the original, per group
+    step = sz[..., 0].float().T.repeat_interleave(64, dim=1)
+    assert ((wd - w).abs() <= 0.5 * step * 1.05 + 2e-3).all()
+    # every group uses both ends of the range
+    qg = q.reshape(16, 4, 64)
+    assert (qg.amin(-1) == 0).all() and (qg.amax(-1) == 15).all()
+    with pytest.raises(ValueError, match="not a multiple of the group size"):
+        decode.group_quantize_int4(torch.zeros(8, 100), 64)
+
+
+def test_int4_variants_come_with_their_reference():
+    a = decode.parse_args(["--variants", "aotirt_int4,torch_compile"])
+    assert a.variants == ("eager", "eager_int4", "aotirt_int4", "torch_compile") and a.int4_group == "128"
+    assert decode.parse_args(["--variants", "aotirt"]).variants == ("eager", "aotirt")
+
+
+def test_markdown_compares_int4_rows_with_int4_torch_compile():
+    rows = [{"variant": "eager", "ttft_ms": 3, "decode_ms_per_token": 1, "decode_tokens_per_s": 1000},
+            {"variant": "torch_compile", "ttft_ms": 2, "decode_ms_per_token": 0.5, "decode_tokens_per_s": 2000},
+            {"variant": "eager_int4", "ttft_ms": 3, "decode_ms_per_token": 1, "decode_tokens_per_s": 1000},
+            {"variant": "torch_compile_int4", "ttft_ms": 2, "decode_ms_per_token": 0.25, "decode_tokens_per_s": 4000},
+            {"variant": "aotirt_int4", "ttft_ms": 1, "decode_ms_per_token": 0.2, "decode_tokens_per_s": 5000,
+             "compare": {"identical_tokens": 4, "tokens": 4, "first_mismatch": None, "forced_agree": 4,
+                         "forced_mismatch_margins": [], "forced_max_abs_logit_diff": 0.0}}]
+    res = {"machine": "m", "torch": "t", "commit": "c", "prompt": 8, "new": 4, "dtype": "bf16", "repeats": 1,
+           "model": {"description": "d"}, "rows": rows}
+    md = decode.markdown(res)
+    assert "| aotirt_int4 | 1.000 | 0.200 | 5000 | 1.25x | 4/4 |" in md
+    assert "| eager_int4 | 3.000 | 1.000 | 1000 | 0.25x | reference |" in md

@@ -116,3 +116,29 @@ def test_empty_and_refusals(shims):
     assert got is None and "self must be bfloat16, got float32" in err
     got, err = shims.mm(torch.randn(2, 64, device="cuda").to(torch.bfloat16), packed, 48, sz)
     assert got is None and "qGroupSize must be 32, 64, 128 or 256, got 48" in err
+
+
+def test_an_int4_linear_is_refused_while_unverified_and_lowers_onto_the_shim_after(tmp_path):
+    """aten._weight_int4pack_mm in a model: while the manifest marks the shim unverified, lowering refuses it naming
+    the shim and the note; once the note is dropped (this file passed), the package calls the shim and matches
+    eager."""
+    import sys
+
+    import aotirt
+    from aotirt import package, platforms
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "benchmarks"))
+    import decode
+
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(256, 64, bias=False).to("cuda", torch.bfloat16)
+    model = decode.Int4Linear(lin, group_size=64, inner_k_tiles=8).eval()
+    x = torch.randn(3, 256, device="cuda", dtype=torch.bfloat16)
+    name = "aoti_torch_cuda__weight_int4pack_mm"
+    if name in platforms.unverified_shims():
+        with pytest.raises(aotirt.UnsupportedShimError, match="not yet allowed"):
+            aotirt.compile(model, (x,), str(tmp_path / "int4.pt2"))
+        return
+    path = aotirt.compile(model, (x,), str(tmp_path / "int4.pt2"))
+    assert name in platforms.shims_called(package.wrapper_source(path))
+    with torch.no_grad():
+        torch.testing.assert_close(aotirt.load(path)(x), model(x), rtol=2e-2, atol=2e-2)
