@@ -1,10 +1,12 @@
-// For the shim entries' CPU error tests: a contiguous CPU tensor over bytes it owns (zeros), as a shim handle.
+// For the shim entries' CPU error tests: a contiguous CPU tensor over bytes it owns (zeros), as a shim handle, and
+// Refused (a call that must fail cleanly).
 #ifndef AOTIRT_TESTS_UTIL_HOST_BLOB_H_
 #define AOTIRT_TESTS_UTIL_HOST_BLOB_H_
 
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "shims/include/aotirt/shim.h"
@@ -32,6 +34,15 @@ struct HostBlob {
   HostBlob(const HostBlob&) = delete;
   HostBlob& operator=(const HostBlob&) = delete;
 };
+
+// Runs a shim call that must be refused: AOTI_TORCH_FAILURE and no tensor left behind. Returns the message.
+template <class Call>
+std::string Refused(Call call) {
+  const int64_t live = aotirt_live_tensor_count();
+  EXPECT_EQ(call(), AOTI_TORCH_FAILURE);
+  EXPECT_EQ(aotirt_live_tensor_count(), live) << "a refused call left tensors behind";
+  return aotirt_last_error();
+}
 
 }  // namespace aotirt_testing
 #endif  // AOTIRT_TESTS_UTIL_HOST_BLOB_H_

@@ -14,13 +14,7 @@ namespace {
 using Blob = aotirt_testing::HostBlob;
 const std::string kFn = "aoti_torch_cuda__weight_int4pack_mm: ";
 
-template <class Call>
-std::string Refused(Call call) {
-  const int64_t live = aotirt_live_tensor_count();
-  EXPECT_EQ(call(), AOTI_TORCH_FAILURE);
-  EXPECT_EQ(aotirt_live_tensor_count(), live) << "a refused call left tensors behind";
-  return aotirt_last_error();
-}
+using aotirt_testing::Refused;
 
 int32_t Bf16() { return aoti_torch_dtype_bfloat16(); }
 int32_t I32() { return aoti_torch_dtype_int32(); }

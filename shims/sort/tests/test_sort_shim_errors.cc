@@ -12,13 +12,7 @@ namespace {
 
 using Blob = aotirt_testing::HostBlob;
 
-template <class Call>
-std::string Refused(Call call) {
-  const int64_t live = aotirt_live_tensor_count();
-  EXPECT_EQ(call(), AOTI_TORCH_FAILURE);
-  EXPECT_EQ(aotirt_live_tensor_count(), live) << "a refused call left tensors behind";
-  return aotirt_last_error();
-}
+using aotirt_testing::Refused;
 
 TEST(SortShimErrors, RefusesWithTheReason) {
   Blob x({3, 4}, aoti_torch_dtype_float32(), 4), flags({5}, aoti_torch_dtype_bool(), 1);
