@@ -450,9 +450,10 @@ def wrapper_calls(package_path: str) -> dict:
     if not src:
         return {}
     code = re.sub(r"//[^\n]*", "", src)
+    called = platforms.shims_called(code)  # the calls, not names in strings
     shims: dict = {}
     for name in re.findall(r"\b(aoti_torch_\w+)\s*\(", code):
-        if name in platforms.shims_called(code):
+        if name in called:
             shims[name] = shims.get(name, 0) + 1
     # launches, not the launchers' definitions (`static inline void call_triton_...(`)
     triton = re.findall(r"(?<!void )\b(?:call_)?(triton_\w+|sdpa_fwd\w*)\s*\(", code)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from aotirt import auto, lowering
-from aotirt.specs import AUTO_GEMM_BACKENDS, CompileOptions, auto_fields, effective_options
+from aotirt.specs import CompileOptions, auto_fields, effective_options
 
 
 def compile(model_or_exported_program: Any, example_inputs: Sequence[Any], package_path: str | None = None, *,  # noqa: A001
@@ -26,13 +26,9 @@ def compile(model_or_exported_program: Any, example_inputs: Sequence[Any], packa
     UnsupportedShimError, SmallGpuError) before the slow steps wherever the problem can be known then.
     """
     opts = effective_options(options, inductor_configs)
-    if auto_fields(opts) and auto_fields(opts) != ("max_autotune_gemm_backends",):
+    if auto_fields(opts):
         return auto.compile_auto_fields(model_or_exported_program, example_inputs, package_path, device=device,
                                         options=opts, inductor_configs=inductor_configs,
                                         dynamic_shapes=dynamic_shapes, compile_fn=lowering.compile)
-    if opts.max_autotune_gemm_backends == AUTO_GEMM_BACKENDS:
-        return auto.compile_auto(model_or_exported_program, example_inputs, package_path, device=device,
-                                 options=opts, inductor_configs=inductor_configs, dynamic_shapes=dynamic_shapes,
-                                 compile_fn=lowering.compile)
     return lowering.compile(model_or_exported_program, example_inputs, package_path, device=device,
                             options=options, inductor_configs=inductor_configs, dynamic_shapes=dynamic_shapes)

@@ -18,9 +18,9 @@ so that clock and thermal drift hit all of them alike.
     aotirt.load(path).metadata["aotirt_gemm_backends_auto_choice"]        # e.g. "ATEN,TRITON"
     json.loads(aotirt.load(path).metadata["aotirt_gemm_backends_auto_timings_ms"])  # {"TRITON": 0.41, ...}
 
-The winner's package is a copy of that candidate with the choice and the timings added (keys META_* for the GEMM
-field; meta_keys(field) for each field) to the metadata JSON the runtime reads (<wrapper>_metadata.json inside the .pt2); nothing else in it changes (the wrapper .so, which also
-embeds Inductor's copy of the metadata, is not recompiled).
+The winner's package is a copy of that candidate with the choice and the timings added (meta_keys(field); META_*
+for the GEMM field) to the metadata JSON the runtime reads (<wrapper>_metadata.json inside the .pt2); nothing else in
+it changes (the wrapper .so, which also embeds Inductor's copy of the metadata, is not recompiled).
 
 Linux CUDA only: the ATEN candidates call the cuBLASLt GEMM shims, which the ROCm and Windows builds lack, so AUTO is
 refused there exactly like ATEN (UnsupportedPlatformError); AUTO convolutions and attention too, since the
@@ -40,23 +40,15 @@ import tempfile
 from typing import Any, Callable, Mapping, Sequence
 
 from aotirt import device as devices
-from aotirt import lowering, package, platforms
+from aotirt import lowering, package, platforms, specs
 from aotirt.errors import Error, LoweringError, RunError, SpecError, UnsupportedPlatformError
 from aotirt.progress import ensure_progress_visible, log
-from aotirt import specs
 from aotirt.specs import METADATA_KEY, CompileOptions
 from aotirt.timing import median_ms_per_call
 
 AUTO = "AUTO"
 # Candidate order is also the tie-break order (equal medians: the earlier one wins).
 CANDIDATES = ("TRITON", "ATEN,TRITON", "ATEN")
-
-META_CHOICE = "aotirt_gemm_backends_auto_choice"          # "ATEN,TRITON"
-META_TIMINGS = "aotirt_gemm_backends_auto_timings_ms"     # JSON {"TRITON": 0.41, "ATEN,TRITON": 0.37, "ATEN": null}
-META_METHODS = "aotirt_gemm_backends_auto_methods"        # JSON {"TRITON": "cuda_graph", ...}
-META_ERRORS = "aotirt_gemm_backends_auto_errors"          # JSON {"ATEN": "LoweringError: ..."}; only when any failed
-META_DEVICE = "aotirt_gemm_backends_auto_device"          # the GPU the timings were taken on
-META_KEYS = (META_CHOICE, META_TIMINGS, META_METHODS, META_ERRORS, META_DEVICE)
 
 METHOD_GRAPH = "cuda_graph"
 GEMM_FIELD = "max_autotune_gemm_backends"
@@ -81,6 +73,11 @@ def meta_keys(field: str = GEMM_FIELD) -> tuple:
     return (f"{p}_choice", f"{p}_timings_ms", f"{p}_methods", f"{p}_errors", f"{p}_device", f"{p}_skipped")
 
 
+# The GEMM field's: "aotirt_gemm_backends_auto_choice" ("ATEN,TRITON"), _timings_ms (JSON {"TRITON": 0.41, ...,
+# "ATEN": null}), _methods (JSON {"TRITON": "cuda_graph", ...}), _errors (JSON {"ATEN": "LoweringError: ..."}; only
+# when any failed), _device (the GPU the timings were taken on).
+META_CHOICE, META_TIMINGS, META_METHODS, META_ERRORS, META_DEVICE, _ = meta_keys(GEMM_FIELD)
+META_KEYS = (META_CHOICE, META_TIMINGS, META_METHODS, META_ERRORS, META_DEVICE)
 ALL_META_KEYS = tuple(k for f in FIELDS for k in meta_keys(f))
 
 
@@ -371,7 +368,7 @@ def compile_auto(model_or_exported_program: Any, example_inputs: Sequence[Any], 
         if not is_auto(configs[field]):
             raise SpecError(f"inductor_configs[{field!r}]={configs[field]!r} contradicts AUTO; remove it")
         del configs[field]
-    clash = sorted(set((configs.get(METADATA_KEY) or {})) & set(META_KEYS + ALL_META_KEYS))
+    clash = sorted(set((configs.get(METADATA_KEY) or {})) & set(ALL_META_KEYS))
     if clash:
         raise SpecError(f"metadata key(s) {clash} are written by AUTO; use other names")
     package_path = package.check_path(package_path)
@@ -502,6 +499,10 @@ def compile_auto_fields(model_or_exported_program: Any, example_inputs: Sequence
     fields = tuple(f for f in FIELDS if f in fields or is_auto(configs.get(f)))
     if not fields:
         raise SpecError(f"compile_auto_fields needs one of {list(FIELDS)} set to 'AUTO'")
+    if fields == (GEMM_FIELD,):  # one stage: compile_auto itself, with the caller's options and configs
+        return compile_auto(model_or_exported_program, example_inputs, package_path, device=device, options=options,
+                            inductor_configs=inductor_configs, dynamic_shapes=dynamic_shapes, rounds=rounds,
+                            time_fn=time_fn, compile_fn=compile_fn, work_dir=work_dir, result=result)
     for f in fields:  # the configs' AUTO is the options' AUTO: one place
         if is_auto(configs.get(f)):
             del configs[f]
@@ -511,10 +512,6 @@ def compile_auto_fields(model_or_exported_program: Any, example_inputs: Sequence
     for f in fields:
         check_supported(platform, target, field=f)
         _check_max_autotune(opts, f)
-    if fields == (GEMM_FIELD,):
-        return compile_auto(model_or_exported_program, example_inputs, package_path, device=device, options=opts,
-                            inductor_configs=configs or None, dynamic_shapes=dynamic_shapes, rounds=rounds,
-                            time_fn=time_fn, compile_fn=compile_fn, work_dir=work_dir, result=result)
     package_path = package.check_path(package_path)
     defaults = platforms.platform_defaults(platforms.platform_key(platform, target))
     # the fields left None: explicit for every candidate (what the lowering would resolve them to anyway)

@@ -23,7 +23,7 @@ AUTO = "AUTO"
 AUTO_GEMM_BACKENDS = AUTO
 VALID_GEMM_BACKEND_VALUES = ("TRITON", "ATEN,TRITON", "ATEN", AUTO_GEMM_BACKENDS)
 # The fields AUTO may decide, in the order aotirt.auto decides them (each with the ones before it fixed).
-AUTO_FIELDS = ("max_autotune_gemm_backends", "max_autotune_conv_backends", "attention_backend")
+AUTO_FIELDS = PLATFORM_DEFAULT_FIELDS  # the GEMM, convolution and attention fields
 # Conv backends, a set like the GEMM ones: TRITON (Inductor's conv templates, embedded in the wrapper; they also need
 # TRITON among the GEMM backends) and ATEN (Inductor's ATen conv fallback, a call to the cuDNN shim
 # aoti_torch_cuda_convolution; only where the manifest has it, platforms.conv_shims_missing: linux_cuda).
@@ -334,7 +334,8 @@ def inductor_options(opts: CompileOptions | None = None, extra: Mapping[str, Any
         raise SpecError("max_autotune_gemm_backends='AUTO' is not an Inductor value: aotirt.compile resolves it "
                         "(aotirt.auto lowers TRITON, ATEN,TRITON and ATEN and keeps the fastest); pass one of those "
                         "three here")
-    for f in auto_fields(opts):
+    if auto_fields(opts):
+        f = auto_fields(opts)[0]
         raise SpecError(f"{f}='AUTO' is not a value a single lowering can take: aotirt.compile resolves it "
                         f"(aotirt.auto lowers each candidate, times them on this GPU and keeps the fastest); pass "
                         f"one of the other values here")

@@ -15,19 +15,7 @@ std::string Describe(const TensorMeta& t) {
   return StrCat(DTypeName(static_cast<int32_t>(t.dtype)), DimsString(t.sizes), " strides ", DimsString(t.strides));
 }
 
-// c10's is_contiguous (size-1 dims ignored, empty tensors contiguous) and is_contiguous(channels_last) for 4-D.
-bool Contiguous(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides) {
-  for (int64_t s : sizes)
-    if (s == 0) return true;
-  int64_t expected = 1;
-  for (size_t d = sizes.size(); d-- > 0;) {
-    if (sizes[d] == 1) continue;
-    if (strides[d] != expected) return false;
-    expected *= sizes[d];
-  }
-  return true;
-}
-
+// is_contiguous(channels_last) for 4-D (plain contiguity: IsContiguous, shims/tensor/tensor.h).
 bool ChannelsLast(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides) {
   if (sizes.size() != 4) return false;
   int64_t expected = 1;
@@ -59,7 +47,7 @@ const char* SdpaOpName(SdpaOp op) {
 std::vector<int64_t> EmptyLikeStrides(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides) {
   // torch._refs.empty_like: empty_permuted(shape, compute_elementwise_output_logical_to_physical_perm(t)), which
   // short-circuits contiguous and channels-last tensors and otherwise sorts dims by stride (InferDenseStrides).
-  const bool contiguous = Contiguous(sizes, strides), channels_last = ChannelsLast(sizes, strides);
+  const bool contiguous = IsContiguous(sizes, strides), channels_last = ChannelsLast(sizes, strides);
   if (contiguous && !channels_last) return ContiguousStrides(sizes);
   if (channels_last && !contiguous) {
     const int64_t n = sizes[0], c = sizes[1], h = sizes[2], w = sizes[3];

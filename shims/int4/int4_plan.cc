@@ -9,15 +9,6 @@ namespace aotirt {
 namespace int4 {
 namespace {
 
-bool Contiguous(const Meta& m) {
-  int64_t expected = 1;
-  for (int64_t d = static_cast<int64_t>(m.sizes.size()) - 1; d >= 0; --d) {
-    if (m.sizes[d] != 1 && m.strides[d] != expected) return false;
-    expected *= m.sizes[d];
-  }
-  return true;
-}
-
 int64_t Numel(const Meta& m) {
   int64_t n = 1;
   for (int64_t s : m.sizes) n *= s;
@@ -31,7 +22,7 @@ void CheckMeta(const char* fn, const char* what, const Meta& m, DType dtype, siz
   AOTIRT_CHECK(m.dtype == dtype, fn, what, " must be ", DTypeName(static_cast<int32_t>(dtype)), ", got ",
                DTypeName(static_cast<int32_t>(m.dtype)));
   AOTIRT_CHECK(m.sizes.size() == ndim, fn, what, " must be ", ndim, "-D, got sizes ", DimsString(m.sizes));
-  AOTIRT_CHECK(Contiguous(m), fn, what, " must be contiguous, got sizes ", DimsString(m.sizes), " strides ",
+  AOTIRT_CHECK(IsContiguous(m.sizes, m.strides), fn, what, " must be contiguous, got sizes ", DimsString(m.sizes), " strides ",
                DimsString(m.strides));
   AOTIRT_CHECK_NOT_SUPPORTED(Numel(m) <= std::numeric_limits<int32_t>::max(), fn, what, " has more than 2^31 - 1 "
                              "elements");

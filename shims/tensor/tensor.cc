@@ -29,15 +29,17 @@ int64_t Tensor::numel() const {
   return n;
 }
 
-bool Tensor::is_contiguous() const {
+bool Tensor::is_contiguous() const { return IsContiguous(sizes_, strides_); }
+
+bool IsContiguous(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides) {
   // As torch: an empty tensor is contiguous whatever its strides (a size-0 dim anywhere, not only innermost).
-  for (int64_t s : sizes_)
+  for (int64_t s : sizes)
     if (s == 0) return true;
   int64_t expected = 1;
-  for (int64_t d = dim() - 1; d >= 0; --d) {
-    if (sizes_[d] == 1) continue;
-    if (strides_[d] != expected) return false;
-    expected *= sizes_[d];
+  for (size_t d = sizes.size(); d-- > 0;) {
+    if (sizes[d] == 1) continue;
+    if (strides[d] != expected) return false;
+    expected *= sizes[d];
   }
   return true;
 }

@@ -82,6 +82,8 @@ inline AtenTensorHandle ToHandle(Tensor* t) { return reinterpret_cast<AtenTensor
 // hold past storage_offset (0 if any size is 0). fn names the caller for messages.
 int64_t RequiredStorageElements(const char* fn, int64_t ndim, const int64_t* sizes, const int64_t* strides);
 std::vector<int64_t> ContiguousStrides(const std::vector<int64_t>& sizes);
+// c10's is_contiguous: size-1 dims ignored, a tensor with a size-0 dim contiguous whatever its strides.
+bool IsContiguous(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides);
 // "[2, 3, 4]": sizes or strides in messages.
 std::string DimsString(const std::vector<int64_t>& v);
 // ATen's infer_dense_strides and c10's is_non_overlapping_and_dense (the layouts ATen's outputs follow).

@@ -106,6 +106,8 @@ def test_flags():
     assert decode.parse_args(["--layers", "4", "--profile"]).layers == 4
     with pytest.raises(SystemExit):
         decode.parse_args(["--variants", "eager,vllm"])
+    with pytest.raises(SystemExit):
+        decode.parse_args(["--layers", "-1"])
     assert decode.out_paths("/x/r.json") == ("/x/r.json", "/x/r.md")
     assert decode.out_paths("/x") == ("/x/decode.json", "/x/decode.md")
 

@@ -238,6 +238,9 @@ def test_requested():
     assert auto.requested(aotirt.CompileOptions(), {"max_autotune_gemm_backends": " Auto"})
     assert not auto.requested(aotirt.CompileOptions(), {"max_autotune_gemm_backends": "ATEN"})
     assert not auto.requested(aotirt.CompileOptions(max_autotune_gemm_backends="ATEN,TRITON"))
+    assert auto.requested(aotirt.CompileOptions(attention_backend="auto"))  # any field, unless one is named
+    assert not auto.requested(aotirt.CompileOptions(attention_backend="auto"), field="max_autotune_gemm_backends")
+    assert auto.requested(None, {"max_autotune_conv_backends": "AUTO"}, field="max_autotune_conv_backends")
     assert not auto.requested(None, None)
     assert auto.is_auto("auto") and not auto.is_auto("AUTO,TRITON") and not auto.is_auto(None)
 
@@ -629,18 +632,33 @@ def test_auto_values_reach_neither_inductor_nor_the_candidates():
         aotirt.CompileOptions(attention_backend="AUTO,MATH")
 
 
-@pytest.mark.parametrize("opts,which", [
-    (dict(attention_backend="AUTO"), "compile_auto_fields"),
-    (dict(max_autotune_gemm_backends="AUTO", max_autotune_conv_backends="AUTO"), "compile_auto_fields"),
-    (dict(max_autotune_gemm_backends="AUTO"), "compile_auto"),
-])
-def test_compile_dispatches_field_auto(tmp_path, monkeypatch, opts, which):
+@pytest.mark.parametrize("opts", [dict(attention_backend="AUTO"), dict(max_autotune_conv_backends="AUTO"),
+                                  dict(max_autotune_gemm_backends="AUTO", max_autotune_conv_backends="AUTO")])
+def test_compile_dispatches_field_auto(tmp_path, monkeypatch, opts):
     seen = []
-    for name in ("compile_auto", "compile_auto_fields"):
-        monkeypatch.setattr(auto, name, lambda *a, _n=name, **k: seen.append((_n, k)) or "/chosen.pt2")
+    monkeypatch.setattr(auto, "compile_auto_fields", lambda *a, **k: seen.append(k) or "/chosen.pt2")
+    monkeypatch.setattr(auto, "compile_auto", lambda *a, **k: pytest.fail("stages go through compile_auto_fields"))
     assert aotirt.compile("MODEL", ("X",), str(tmp_path / "m.pt2"), options=aotirt.CompileOptions(**opts)) \
         == "/chosen.pt2"
-    assert [n for n, _ in seen] == [which]
+    assert len(seen) == 1 and all(getattr(seen[0]["options"], f) == "AUTO" for f in opts)
+
+
+def test_fields_without_auto_and_bad_attention_candidates_are_spec_errors(tmp_path):
+    with pytest.raises(aotirt.SpecError, match="needs one of"):
+        auto.compile_auto_fields("MODEL", ("X",), str(tmp_path / "o.pt2"), options=aotirt.CompileOptions(),
+                                 compile_fn=FieldCompiler(), time_fn=Timer({}))
+    with pytest.raises(aotirt.SpecError, match="AUTO candidate 'FLASH' is not valid for attention_backend"):
+        auto.compile_auto("MODEL", ("X",), str(tmp_path / "o.pt2"), field="attention_backend", candidates=["FLASH"],
+                          options=aotirt.CompileOptions(attention_backend="AUTO"), compile_fn=FieldCompiler(),
+                          time_fn=Timer({}), target="cuda")
+
+
+def test_model_features_of_a_model_that_cannot_be_exported_is_none():
+    class Broken(torch.nn.Module):
+        def forward(self, x):
+            raise RuntimeError("not exportable")
+
+    assert auto.model_features(Broken(), (torch.randn(2),)) is None
 
 
 def test_attention_auto_in_inductor_configs_is_the_options_auto(tmp_path):

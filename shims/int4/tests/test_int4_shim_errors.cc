@@ -78,6 +78,12 @@ TEST(Int4ShimErrors, RefusesNonContiguousOperands) {
   EXPECT_EQ(Refused([&] { return aoti_torch_cuda__weight_int4pack_mm(t, v.b.h, 64, v.sz.h, &out); }),
             kFn + "self must be contiguous, got sizes [128, 2] strides [1, 128]");
   aoti_torch_delete_tensor_object(t);
+  // As torch: a tensor with a size-0 dim is contiguous whatever its strides (refused for the device only).
+  const int64_t empty_sizes[] = {0, 128}, odd_strides[] = {1, 1};
+  ASSERT_EQ(aoti_torch__reinterpret_tensor(v.a.h, 2, empty_sizes, odd_strides, 0, &t), AOTI_TORCH_SUCCESS);
+  EXPECT_EQ(Refused([&] { return aoti_torch_cuda__weight_int4pack_mm(t, v.b.h, 64, v.sz.h, &out); }),
+            kFn + "an operand is on cpu; this shim takes CUDA tensors");
+  aoti_torch_delete_tensor_object(t);
 }
 
 }  // namespace
