@@ -347,9 +347,20 @@ def generate(dec: Decoder, new: int, forced: torch.Tensor | None = None, keep_lo
     return {"tokens": tokens, "logits": torch.stack(kept) if keep_logits else None}
 
 
+def decode_step(dec: Decoder, tok: torch.Tensor) -> torch.Tensor:
+    """One timed decode step as the loop runs it: the previous token in, the step, its argmax, the position on."""
+    bufs = dec.bufs
+    bufs["ids_d"].copy_(tok[:, None])
+    tok = dec.step().argmax(-1)
+    bufs["pos_d"].add_(1)
+    return tok
+
+
 def time_generate(dec: Decoder, new: int, repeats: int) -> dict:
-    """Median over `repeats` generations of: time to first token (prefill + argmax) and ms per decode step."""
-    ttft, step_ms = [], []
+    """Median over `repeats` generations of: time to first token (prefill + argmax), ms per decode step (GPU clock:
+    events around the loop) and the host's ms per step (queueing the loop, before waiting for the GPU). A host time
+    near the GPU time means the loop is host-bound (the GPU waits for the launches); well under it, GPU-bound."""
+    ttft, step_ms, host_ms = [], [], []
     for _ in range(repeats):
         bufs = dec.bufs
         bufs["pos_d"].fill_(bufs["ids_p"].shape[1])
@@ -358,17 +369,34 @@ def time_generate(dec: Decoder, new: int, repeats: int) -> dict:
         e0.record()
         tok = dec.prefill().argmax(-1)
         e1.record()
+        h0 = time.perf_counter()
         for _ in range(new - 1):
-            bufs["ids_d"].copy_(tok[:, None])
-            tok = dec.step().argmax(-1)
-            bufs["pos_d"].add_(1)
+            tok = decode_step(dec, tok)
+        host_ms.append((time.perf_counter() - h0) * 1e3 / max(1, new - 1))
         e2.record()
         e2.synchronize()
         ttft.append(e0.elapsed_time(e1))
         step_ms.append(e1.elapsed_time(e2) / max(1, new - 1))
     ms = statistics.median(step_ms)
     return {"ttft_ms": statistics.median(ttft), "decode_ms_per_token": ms, "decode_tokens_per_s": 1e3 / ms,
-            "ttft_ms_all": ttft, "decode_ms_all": step_ms}
+            "host_ms_per_token": statistics.median(host_ms), "ttft_ms_all": ttft, "decode_ms_all": step_ms}
+
+
+def profile_decode(dec: Decoder, base: str, model: nn.Module) -> dict:
+    """The GPU kernels of the timed decode step as the loop runs it (graph replays included: CUPTI reports the
+    kernels of a replayed graph), and for eager and the aotirt rows also of a step run without graphs. Each
+    {kernels_per_call, gpu_busy_ms_per_call, top_kernels}; gpu_busy below decode_ms_per_token is time the GPU sat
+    between kernels (launch gaps, host waits)."""
+    bufs = dec.bufs
+    tok = torch.zeros(bufs["ids_d"].shape[0], dtype=torch.int64, device=bufs["ids_d"].device)
+    bufs["pos_d"].fill_(bufs["ids_p"].shape[1])
+    out = {"step": profile_calls(lambda: decode_step(dec, tok), top=12)}
+    if base != "torch_compile" and base != "eager_graph":
+        args = lambda: [bufs["ids_d"], bufs["pos_d"], *bufs["caches"]]  # noqa: E731
+        fn = ((lambda: dec.runners["decode"].run_list(args())) if base.startswith("aotirt")
+              else (lambda: model(*args())))
+        out["no_graphs"] = profile_calls(fn, top=12)
+    return out
 
 
 def compare(ref: dict, free: dict, forced: dict) -> dict:
@@ -535,16 +563,17 @@ def markdown(result: dict) -> str:
              f"tokens (greedy), batch 1, {result['dtype']}; median of {result['repeats']} generations. "
              f"Wrapper vs transformers (float32 logits, {m.get('hf_check', {}).get('tokens', '-')} tokens): "
              f"max |diff| {_f(m.get('hf_check', {}).get('max_abs_diff'), '{:.2e}')}.", "",
-             "| variant | TTFT ms | decode ms/token | tokens/s | vs torch.compile tokens/s (int4 rows: its int4) | tokens "
+             "| variant | TTFT ms | decode ms/token | host ms/token | GPU busy ms/token, kernels (--profile) | "
+             "tokens/s | vs torch.compile tokens/s (int4 rows: its int4) | tokens "
              "identical to eager (int4 rows: eager_int4) | teacher-forced argmax agreement | max abs logit diff "
              "(forced) | compile s | device MB | notes |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     tcs = {r["variant"]: r for r in result["rows"]
            if r["variant"] in ("torch_compile", "torch_compile_int4") and r.get("decode_tokens_per_s")}
     for r in result["rows"]:
         tc = tcs.get("torch_compile_int4" if r["variant"] in INT4_VARIANTS else "torch_compile")
         if r.get("error"):
-            lines.append(f"| {r['variant']} | - | - | - | - | - | - | - | - | - | {r['error'][:160]} |")
+            lines.append(f"| {r['variant']} | - | - | - | - | - | - | - | - | - | - | - | {r['error'][:160]} |")
             continue
         cmp_ = r.get("compare") or {}
         rel = (r["decode_tokens_per_s"] / tc["decode_tokens_per_s"]) if tc else None
@@ -553,8 +582,10 @@ def markdown(result: dict) -> str:
         forced = f"{cmp_['forced_agree']}/{cmp_['tokens']}" if cmp_ else "-"
         if cmp_.get("forced_mismatch_margins"):
             forced += f" (eager's margins there: {', '.join(map(str, cmp_['forced_mismatch_margins'][:4]))})"
+        step = (r.get("profile") or {}).get("step")
+        busy = f"{step['gpu_busy_ms_per_call']:.3f}, {step['kernels_per_call']:.0f}" if step else "-"
         lines.append(f"| {r['variant']} | {_f(r['ttft_ms'])} | {_f(r['decode_ms_per_token'])} | "
-                     f"{_f(r['decode_tokens_per_s'], '{:.0f}')} | {_f(rel, '{:.2f}x')} | {ident} | {forced} | "
+                     f"{_f(r.get('host_ms_per_token'))} | {busy} | {_f(r['decode_tokens_per_s'], '{:.0f}')} | {_f(rel, '{:.2f}x')} | {ident} | {forced} | "
                      f"{_f(cmp_.get('forced_max_abs_logit_diff'), '{:.3f}')} | {_f(r.get('compile_s'), '{:.0f}')} | "
                      f"{_f(r.get('device_mb'), '{:.0f}')} | {r.get('notes', '')} |")
     return "\n".join(lines) + "\n"
@@ -583,7 +614,8 @@ def parse_args(argv: list | None = None):
     f.string("cache-dir", os.environ.get("AOTIRT_BENCH_CACHE", ""), "keep/reuse the aotirt packages here")
     f.define("layers", 0, "override the config's layer count (0: the config's)", _nonnegative, "integer")
     f.enum("int4-group", "128", ("32", "64", "128", "256"), "the int4 variants' quantization group size")
-    f.boolean("profile", False, "per variant, the GPU kernels of 5 decode steps run without graphs (torch.profiler)")
+    f.boolean("profile", False, "per variant, the GPU kernels of 5 timed decode steps, and for eager/aotirt of 5 "
+              "steps without graphs (torch.profiler)")
     return f.parse(argv)
 
 
@@ -684,12 +716,9 @@ def main(argv: list | None = None) -> int:
                     forced = generate(dec, a.new, forced=ref["tokens"], keep_logits=True)
                     row["compare"] = compare(ref, free, forced)
                 row.update(time_generate(dec, a.new, a.repeats))
-                if a.profile and base != "torch_compile":
-                    b_ = bufs
-                    fn = ((lambda: dec.runners["decode"].run_list([b_["ids_d"], b_["pos_d"], *b_["caches"]]))
-                          if base.startswith("aotirt") else (lambda: m_(b_["ids_d"], b_["pos_d"], *b_["caches"])))
-                    row["profile"] = profile_calls(fn, top=12)
-                    say(f"{v}: profile of a decode step without graphs: {json.dumps(row['profile'])}")
+                if a.profile:
+                    row["profile"] = profile_decode(dec, base, m_)
+                    say(f"{v}: profile of a decode step: {json.dumps(row['profile'])}")
                 torch.cuda.synchronize()
                 row["device_mb"] = device_used_mb() - before
                 row["torch_peak_alloc_mb"] = torch.cuda.max_memory_allocated() / 2**20

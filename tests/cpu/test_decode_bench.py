@@ -84,6 +84,7 @@ def test_compare_counts_and_margins():
 
 def test_markdown_rows_and_errors():
     row = {"variant": "aotirt", "ttft_ms": 1.5, "decode_ms_per_token": 0.5, "decode_tokens_per_s": 2000.0,
+           "host_ms_per_token": 0.125, "profile": {"step": {"gpu_busy_ms_per_call": 0.4, "kernels_per_call": 81.0}},
            "compile_s": 30, "device_mb": 900, "notes": "n",
            "compare": {"identical_tokens": 10, "tokens": 12, "first_mismatch": 10, "forced_agree": 11,
                        "forced_mismatch_margins": [0.01], "forced_max_abs_logit_diff": 0.2}}
@@ -93,10 +94,23 @@ def test_markdown_rows_and_errors():
            "rows": [{"variant": "eager", "ttft_ms": 3, "decode_ms_per_token": 1, "decode_tokens_per_s": 1000},
                     tc, row, {"variant": "eager_graph", "error": "RuntimeError: boom"}]}
     md = decode.markdown(res)
-    assert "| aotirt | 1.500 | 0.500 | 2000 | 1.25x | 10/12 (first diff at 10) | 11/12 (eager's margins there: 0.01)" in md
-    assert "| eager | 3.000 | 1.000 | 1000 | 0.62x | reference |" in md
+    assert ("| aotirt | 1.500 | 0.500 | 0.125 | 0.400, 81 | 2000 | 1.25x | 10/12 (first diff at 10) | 11/12 (eager's "
+            "margins there: 0.01)") in md
+    assert "| eager | 3.000 | 1.000 | - | - | 1000 | 0.62x | reference |" in md
     assert "| eager_graph | - |" in md and "RuntimeError: boom" in md
     assert "1.00e-06" in md
+
+
+def test_decode_step_feeds_the_token_in_and_moves_the_position():
+    seen = []
+    bufs = {"ids_d": torch.zeros(2, 1, dtype=torch.int64), "pos_d": torch.tensor([5])}
+
+    def step():
+        seen.append(bufs["ids_d"].clone())
+        return torch.tensor([[0.0, 3.0, 1.0], [2.0, 0.0, 1.0]])
+    dec = decode.Decoder(lambda: None, step, bufs)
+    tok = decode.decode_step(dec, torch.tensor([7, 9]))
+    assert seen[0].tolist() == [[7], [9]] and tok.tolist() == [1, 0] and bufs["pos_d"].tolist() == [6]
 
 
 def test_flags():
@@ -197,5 +211,5 @@ def test_markdown_compares_int4_rows_with_int4_torch_compile():
     res = {"machine": "m", "torch": "t", "commit": "c", "prompt": 8, "new": 4, "dtype": "bf16", "repeats": 1,
            "model": {"description": "d"}, "rows": rows}
     md = decode.markdown(res)
-    assert "| aotirt_int4 | 1.000 | 0.200 | 5000 | 1.25x | 4/4 |" in md
-    assert "| eager_int4 | 3.000 | 1.000 | 1000 | 0.25x | reference |" in md
+    assert "| aotirt_int4 | 1.000 | 0.200 | - | - | 5000 | 1.25x | 4/4 |" in md
+    assert "| eager_int4 | 3.000 | 1.000 | - | - | 1000 | 0.25x | reference |" in md

@@ -499,9 +499,10 @@ def test_unverified_shims_are_exported_but_never_allowed_at_lowering(man):
     assert "exist only for" not in msg and "exist on no aotirt platform" not in msg
 
 
-def test_the_int4_shim_is_linux_cuda_and_unverified_until_its_gpu_tests_pass(man):
+def test_the_int4_shim_is_linux_cuda_and_allowed_since_its_gpu_tests_passed(man):
     name = "aoti_torch_cuda__weight_int4pack_mm"
     assert man.platforms_of[name] == {"linux_cuda", "windows_cuda"}
-    # When tests/gpu/test_int4_shims.py has passed on the H200 (tests/gpu/LAST_RUN.md), drop the note's
-    # "unverified" and flip this assertion: lowering may then call the shim.
-    assert name in platforms.unverified_shims(man) and name not in platforms.supported_shims("linux_cuda", man)
+    # tests/gpu/test_int4_shims.py passed on the H200 at ff2943f (tests/gpu/LAST_RUN.md): the note is no longer
+    # "unverified", so lowering may call the shim on the platforms that export it.
+    assert name not in platforms.unverified_shims(man) and name in platforms.supported_shims("linux_cuda", man)
+    assert name in platforms.supported_shims("windows_cuda", man) and name not in platforms.supported_shims("rocm", man)

@@ -603,6 +603,33 @@ def test_real_native_zip_without_wrapper(tmp_path):
 
 
 @needs_native
+@pytest.mark.parametrize("root_len", [8, 230, 1000])
+def test_real_native_reads_entries_of_a_long_package_name(tmp_path, root_len):
+    """torch names a package's entries after its file ('<name>/data/aotinductor/model/<hash>.wrapper_metadata.json'),
+    so a long package name makes entry names of 256 bytes or more, which minizip's name lookup refuses: the loader
+    must still read the metadata, which it shows by stopping at its device check ('cpu' here, before any GPU work).
+    This failed at 230 (a 300-byte metadata entry) before the loader kept each entry's position."""
+    root = ("p" * root_len)[:root_len]
+    base = f"{root}/data/aotinductor/model/c5yz6l55no5vlxvzf75xkmcydm6vyoolsognk6deh7ctmof6k2fo"
+    pkg = tmp_path / "long.pt2"
+    with zipfile.ZipFile(pkg, "w") as z:
+        z.writestr(f"{root}/archive_format", "pt2")
+        z.writestr(f"{base}.wrapper.so", b"not a library" * 20)
+        z.writestr(f"{base}.wrapper_metadata.json", json.dumps({"AOTI_DEVICE_KEY": "cpu"}))
+    with pytest.raises(aotirt.RuntimeLoadError, match="was compiled for device 'cpu'"):
+        aotirt.load(str(pkg))
+
+
+@needs_native
+def test_real_native_refuses_an_entry_name_longer_than_it_reads(tmp_path):
+    pkg = tmp_path / "huge.pt2"
+    with zipfile.ZipFile(pkg, "w") as z:
+        z.writestr("x" * 5000 + "/data/aotinductor/model/c.wrapper.so", b"x")
+    with pytest.raises(aotirt.RuntimeLoadError, match="an entry name is 5036 bytes long, more than this loader reads"):
+        aotirt.load(str(pkg))
+
+
+@needs_native
 def test_real_native_module_api():
     native = runtime._native()
     assert isinstance(native.shims_version(), str) and native.shims_version()

@@ -47,6 +47,15 @@ std::shared_ptr<Package> Package::Open(const std::string& path, const std::strin
     if (unzGetCurrentFileInfo64(zip.get(), &info, name, sizeof(name), nullptr, 0, nullptr, 0) != UNZ_OK) {
       throw RuntimeError("package '" + path + "': corrupt zip directory");
     }
+    if (info.size_filename >= sizeof(name))
+      throw RuntimeError("package '" + path + "': an entry name is " + std::to_string(info.size_filename) +
+                         " bytes long, more than this loader reads (" + std::to_string(sizeof(name) - 1) + ")");
+    // Remember where each entry is: minizip's unzLocateFile refuses names of 256 bytes or more, and torch names a
+    // package's entries after its file, so a long package name would make its own wrapper unreadable.
+    unz64_file_pos pos;
+    if (unzGetFilePos64(zip.get(), &pos) != UNZ_OK)
+      throw RuntimeError("package '" + path + "': corrupt zip directory");
+    pkg->positions_[name] = {pos.pos_in_zip_directory, pos.num_of_file};
     c.entries.emplace_back(name);
   }
   if (c.entries.empty()) throw RuntimeError("package '" + path + "' is an empty or corrupt zip archive");
@@ -93,8 +102,14 @@ std::shared_ptr<Package> Package::Open(const std::string& path, const std::strin
 
 std::vector<uint8_t> Package::Read(const std::string& entry) const {
   ZipPtr zip = OpenZip(contents_.path);
-  if (unzLocateFile(zip.get(), entry.c_str(), /*case sensitive*/ 1) != UNZ_OK)
+  auto at = positions_.find(entry);
+  if (at == positions_.end())
     throw RuntimeError("package '" + contents_.path + "' has no entry '" + entry + "'");
+  unz64_file_pos pos;
+  pos.pos_in_zip_directory = at->second.first;
+  pos.num_of_file = at->second.second;
+  if (unzGoToFilePos64(zip.get(), &pos) != UNZ_OK)
+    throw RuntimeError("package '" + contents_.path + "': cannot find entry '" + entry + "' (changed on disk?)");
   unz_file_info64 info;
   if (unzGetCurrentFileInfo64(zip.get(), &info, nullptr, 0, nullptr, 0, nullptr, 0) != UNZ_OK ||
       unzOpenCurrentFile(zip.get()) != UNZ_OK)

@@ -50,6 +50,7 @@ class AOTIRT_RUNTIME_API Package {
 
  private:
   PackageContents contents_;
+  std::map<std::string, std::pair<uint64_t, uint64_t>> positions_;  // entry -> minizip position (directory, index)
 };
 
 struct ModelOptions {
