@@ -70,11 +70,9 @@ CONFIGS = {
 # The aotirt variants: CompileOptions fields for both packages (None: the platform's default spec)
 AOTIRT_OPTIONS = {"aotirt": {}, "aotirt_dyn": {}, "aotirt_at": {"max_autotune_gemm_backends": "ATEN,TRITON"},
                   "aotirt_tattn": {"attention_backend": "TRITON"}, "aotirt_math": {"attention_backend": "MATH"},
-                  "aotirt_cdt": {}}
-# Extra Inductor options per aotirt variant. aotirt_cdt: coordinate descent tuning, which torch.compile's max-autotune
-# mode turns on; with it Inductor decomposes an mm with one row (a decode step's GEMMs) into a reduction it fuses with
-# its neighbours (torch/_inductor/decomposition.py, mm) instead of calling the GEMM shim.
-AOTIRT_CONFIGS = {"aotirt_cdt": {"coordinate_descent_tuning": True}}
+                  # without coordinate descent tuning (on by default with max_autotune, as in torch.compile's
+                  # max-autotune mode; with it the decode step's one-row matmuls become fused reductions)
+                  "aotirt_nocdt": {"coordinate_descent_tuning": False}}
 DYNAMIC = ("aotirt_dyn",)  # one package with a dynamic token count instead of two
 # Weight-only int4 (group-quantized, torch's packed layout, aten._weight_int4pack_mm): eager_int4 is their reference
 INT4_VARIANTS = ("eager_int4", "torch_compile_int4", "aotirt_int4")
@@ -502,7 +500,7 @@ def dynamic_shapes(bufs: dict):
 
 
 def aotirt_decoder(model, bufs, work: str, cache_dir: str | None = None, options: dict | None = None,
-                   dynamic: bool = False, configs: dict | None = None) -> tuple:
+                   dynamic: bool = False) -> tuple:
     """The aotirt runtime's prefill and decode step, lowered with CompileOptions(**options) (empty: the platform's
     default spec): two packages (prefill T=prompt, decode T=1), or with `dynamic` one package whose token count is
     dynamic (dynamic_shapes: the weights once). Each call shape captured with alias_inputs (the caches are the
@@ -515,8 +513,7 @@ def aotirt_decoder(model, bufs, work: str, cache_dir: str | None = None, options
     runners = {}
     cfg = model.c
     key = "_".join(f"{k}{cfg[k]}" for k in sorted(cfg)) + f"_{c[0].dtype}".replace("torch.", "") \
-        + "".join(f"_{k}_{str(v).replace(',', '_')}" for k, v in sorted(options.items())) \
-        + "".join(f"_{k}_{v}" for k, v in sorted((configs or {}).items()))
+        + "".join(f"_{k}_{str(v).replace(',', '_')}" for k, v in sorted(options.items()))
     calls = (("prefill", bufs["ids_p"], bufs["pos_p"]), ("decode", bufs["ids_d"], bufs["pos_d"]))
     for name, ids, pos in (calls[:1] if dynamic else calls):
         # cached per model config, dtype and shapes (a stale package for other shapes is compiled again)
@@ -529,7 +526,7 @@ def aotirt_decoder(model, bufs, work: str, cache_dir: str | None = None, options
             if len(runner.input_names) != 2 + len(c):
                 runner = None
         if runner is None:
-            aotirt.compile(model, (ids, pos, *c), path, options=opts, inductor_configs=configs or None,
+            aotirt.compile(model, (ids, pos, *c), path, options=opts,
                            dynamic_shapes=dynamic_shapes(bufs) if dynamic else None)
             runner = aotirt.load(path)
         info[f"compile_{'dynamic' if dynamic else name}_s"] = round(time.perf_counter() - t0, 1)
@@ -709,7 +706,7 @@ def main(argv: list | None = None) -> int:
                     dec = torch_compile_decoder(m_, bufs)
                 else:
                     dec, info = aotirt_decoder(m_, bufs, work, a.cache_dir or None, AOTIRT_OPTIONS[base],
-                                               dynamic=base in DYNAMIC, configs=AOTIRT_CONFIGS.get(base))
+                                               dynamic=base in DYNAMIC)
                     row.update(info)
                 row["compile_s"] = round(time.perf_counter() - t0, 1)
                 free = generate(dec, a.new, keep_logits=True)
@@ -733,8 +730,8 @@ def main(argv: list | None = None) -> int:
                         "one package, dynamic token count; " if base in DYNAMIC else
                                     "two packages (weights twice); ") + ", ".join(
                         f"{k[7:]}={v_}" for k, v_ in sorted(row["decode_spec"].items())
-                        if k in ("aotirt_max_autotune_gemm_backends", "aotirt_attention_backend")) + "".join(
-                        f", {k}={v_}" for k, v_ in sorted((AOTIRT_CONFIGS.get(base) or {}).items()))
+                        if k in ("aotirt_max_autotune_gemm_backends", "aotirt_attention_backend",
+                                 "aotirt_coordinate_descent_tuning"))
                 say(f"{v}: TTFT {row['ttft_ms']:.2f} ms, {row['decode_tokens_per_s']:.0f} tokens/s"
                     + (f", {row['compare']}" if "compare" in row else ""))
                 del dec

@@ -2,7 +2,8 @@
 
 Commands:
   lower   --model=pkg.module:factory --package=out.pt2 [--max_autotune=ON|OFF] [--max_autotune_gemm_backends=ATEN]
-          [--max_autotune_conv_backends=ATEN] [--attention_backend=CUDNN,TRITON] [--float32_matmul_precision=highest|high] [--platform=linux|windows] [--target=cuda|rocm]
+          [--max_autotune_conv_backends=ATEN] [--attention_backend=CUDNN,TRITON] [--coordinate_descent_tuning=ON|OFF]
+          [--float32_matmul_precision=highest|high] [--platform=linux|windows] [--target=cuda|rocm]
           [--shim_library_path=DIR] [--inputs=in.safetensors] [--device 0]: imports the factory, calls it, and
           compiles what it returns (a model with example_inputs(), or a (model, example_inputs) pair; --inputs
           overrides the example inputs) into a .pt2. Needs torch with CUDA and a GPU; logs progress while Inductor
@@ -65,6 +66,9 @@ flags.DEFINE_string("attention_backend", None,
                     f"the shims where they take the call, else the Triton kernel; AUTO: lower CUDNN,TRITON, TRITON "
                     f"and MATH, time them here, keep the fastest; case does not matter); default: "
                     f"the platform's (CUDNN,TRITON on linux_cuda, TRITON on windows_cuda, MATH on rocm).")
+flags.DEFINE_string("coordinate_descent_tuning", None, "lower: ON or OFF: Inductor's coordinate descent tuning (also "
+                    "fuses one-row matmuls such as a decode step's into reductions; slower compiles); default: the "
+                    "same as --max_autotune, as torch.compile's max-autotune mode.")
 flags.DEFINE_string("float32_matmul_precision", "highest", "lower: highest or high (TF32).")
 flags.DEFINE_string("platform", "linux", "lower: linux or windows.")
 flags.DEFINE_string("target", None, "lower: cuda or rocm (default: detected from the installed torch).")
@@ -104,7 +108,9 @@ def compile_options_from_flags() -> "specs.CompileOptions":
         max_autotune_conv_backends=FLAGS.max_autotune_conv_backends,
         float32_matmul_precision=FLAGS.float32_matmul_precision, platform=FLAGS.platform, target=FLAGS.target,
         shim_library_path=FLAGS.shim_library_path, auto_timing=FLAGS.auto_timing,
-        attention_backend=FLAGS.attention_backend)
+        attention_backend=FLAGS.attention_backend,
+        coordinate_descent_tuning=None if FLAGS.coordinate_descent_tuning is None else specs.parse_on_off(
+            FLAGS.coordinate_descent_tuning, "--coordinate_descent_tuning"))
 
 
 def load_factory(spec: str):

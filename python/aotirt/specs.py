@@ -64,7 +64,8 @@ WINDOWS_SHIM_LIBRARY = "aoti_cuda_shims"
 
 METADATA_KEY = "aot_inductor.metadata"
 # Inductor options that are also CompileOptions fields: given in inductor_configs they are validated the same way.
-_CHOSEN_FIELDS = ("max_autotune", "max_autotune_gemm_backends", "max_autotune_conv_backends")
+_CHOSEN_FIELDS = ("max_autotune", "max_autotune_gemm_backends", "max_autotune_conv_backends",
+                  "coordinate_descent_tuning")
 # CompileOptions fields that are not Inductor options but are accepted in inductor_configs too (folded into the
 # options like _CHOSEN_FIELDS, validated the same way, never handed to Inductor, which would refuse the unknown key).
 _AOTIRT_FIELDS = ("attention_backend",)
@@ -158,6 +159,13 @@ class CompileOptions:
         platform's
         (CUDNN,TRITON on linux_cuda, TRITON on windows_cuda, MATH on rocm). Recorded in the package metadata as
         "aotirt_attention_backend".
+    coordinate_descent_tuning: Inductor's coordinate descent tuning of its own Triton kernels' block sizes, which
+        torch.compile(mode="max-autotune") turns on with max_autotune. With it Inductor also turns a matmul with one
+        row or one column (a decode step's projections at batch 1) into a reduction it fuses with its neighbours
+        instead of a GEMM call (torch/_inductor/decomposition.py, mm): a 0.13B Llama's decode step ran 1.4x faster
+        with it on the H200 (benchmarks/RESULTS.md, decode run 2). Slower compiles (about 3x there). None (default):
+        the same as max_autotune, as torch.compile's max-autotune mode. Recorded in the package metadata as
+        "aotirt_coordinate_descent_tuning".
     Combinations a platform cannot run (ATEN GEMMs, max_autotune OFF, ATEN convolutions or attention_backend CUDNN
     where the manifest gives the platform no such shims: Windows/ROCm; AUTO in any field there) raise
     UnsupportedPlatformError. Several fields AUTO: aotirt.auto decides them one after another (GEMMs, convolutions,
@@ -174,6 +182,7 @@ class CompileOptions:
     shim_library_path: str | None = None
     auto_timing: str = "graphs"
     attention_backend: str | None = None
+    coordinate_descent_tuning: bool | None = None
 
     def __post_init__(self) -> None:
         validate(self)
@@ -209,6 +218,10 @@ class CompileOptions:
             return self
         defaults = platform_defaults(self.platform_key(target))
         return dataclasses.replace(self, **{f: defaults[f] for f in unset})
+
+    def cdt(self) -> bool:
+        """Whether Inductor's coordinate descent tuning is on: the field, or max_autotune where it is None."""
+        return self.max_autotune if self.coordinate_descent_tuning is None else self.coordinate_descent_tuning
 
     def resolved_target(self) -> str:
         """The explicit target, else the installed torch's (rocm when torch.version.hip, else cuda)."""
@@ -256,6 +269,9 @@ def validate(opts: CompileOptions) -> None:
                         + "); drop it or choose AUTO")
     if opts.attention_backend is not None:
         _normalize_attention_backend(opts.attention_backend)
+    if opts.coordinate_descent_tuning is not None and not isinstance(opts.coordinate_descent_tuning, bool):
+        raise SpecError(f"coordinate_descent_tuning must be True, False or None (the same as max_autotune; ON/OFF "
+                        f"in compile specs), got {opts.coordinate_descent_tuning!r}")
     if opts.shim_library_path is not None and not isinstance(opts.shim_library_path, str):
         raise SpecError(f"shim_library_path must be a folder path string, got {opts.shim_library_path!r}")
 
@@ -284,8 +300,8 @@ def options_from_compile_specs(specs: Any) -> tuple:
         seen.add(key)
         if key in PASS_THROUGH_SPEC_KEYS:
             extra[key] = value
-        elif key == "max_autotune":
-            values[key] = parse_on_off(value)
+        elif key in ("max_autotune", "coordinate_descent_tuning"):
+            values[key] = parse_on_off(value, key)
         elif key in SPEC_KEYS:
             values[key] = value
         else:
@@ -349,6 +365,7 @@ def inductor_options(opts: CompileOptions | None = None, extra: Mapping[str, Any
         # TRITON with max_autotune OFF was a NoValidChoicesError). Without autotuning the convolutions are the ATen
         # fallback (the cuDNN shim; refused per platform in platforms.check_model).
         "max_autotune_conv_backends": opts.max_autotune_conv_backends if opts.max_autotune else "ATEN",
+        "coordinate_descent_tuning": opts.cdt(),
     })
     if opts.platform == "windows":
         out.update({
@@ -364,6 +381,7 @@ def inductor_options(opts: CompileOptions | None = None, extra: Mapping[str, Any
         "aotirt_max_autotune": "ON" if opts.max_autotune else "OFF",
         "aotirt_max_autotune_gemm_backends": opts.max_autotune_gemm_backends,
         "aotirt_attention_backend": opts.attention_backend,
+        "aotirt_coordinate_descent_tuning": "ON" if opts.cdt() else "OFF",
     }
     for key_, value in (extra or {}).items():
         if key_ in FIXED_INDUCTOR_OPTIONS:

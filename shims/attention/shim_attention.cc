@@ -57,6 +57,11 @@ Owned NewZeros(const char* fn, int32_t device, const std::vector<int64_t>& sizes
 void Put(AtenTensorHandle* ret, Owned t) {
   if (ret != nullptr) *ret = ToHandle(t.release());
 }
+// The philox seed/offset outputs, made (allocated and zeroed) only where the caller takes them: an inference
+// wrapper passes nullptr, so a decode step's graph has no memset nodes for them.
+void PutZeros(AtenTensorHandle* ret, const char* fn, int32_t device, const std::vector<int64_t>& sizes) {
+  if (ret != nullptr) Put(ret, NewZeros(fn, device, sizes));
+}
 void PutNone(AtenTensorHandle* ret) {
   if (ret != nullptr) *ret = nullptr;
 }
@@ -135,9 +140,6 @@ AOTITorchError aoti_torch_cuda__scaled_dot_product_flash_attention(
                                           is_causal != 0, return_debug_mask != 0, scale);
     const int32_t dev = c.q->device_index();
     aotirt::gpu::DeviceGuard guard(fn, dev);
-    auto seed = aotirt::attention::NewZeros(fn, dev, c.plan.seed_sizes);
-    auto offset = aotirt::attention::NewZeros(fn, dev, {});
-    auto debug = aotirt::attention::NewContiguous(fn, dev, c.plan.dtype, {0});
     aotirt::attention::Execute(fn, c);
     aotirt::attention::Put(ret0, std::move(c.out));
     aotirt::attention::Put(ret1, std::move(c.lse));
@@ -145,9 +147,9 @@ AOTITorchError aoti_torch_cuda__scaled_dot_product_flash_attention(
     aotirt::attention::PutNone(ret3);
     aotirt::attention::PutInt(ret4, c.plan.tq);
     aotirt::attention::PutInt(ret5, c.plan.tkv);
-    aotirt::attention::Put(ret6, std::move(seed));
-    aotirt::attention::Put(ret7, std::move(offset));
-    aotirt::attention::Put(ret8, std::move(debug));
+    aotirt::attention::PutZeros(ret6, fn, dev, c.plan.seed_sizes);
+    aotirt::attention::PutZeros(ret7, fn, dev, {});
+    if (ret8 != nullptr) aotirt::attention::Put(ret8, aotirt::attention::NewContiguous(fn, dev, c.plan.dtype, {0}));
   })
 }
 
@@ -161,13 +163,11 @@ AOTITorchError aoti_torch_cuda__scaled_dot_product_efficient_attention(
                                           compute_log_sumexp != 0, dropout_p, is_causal != 0, false, scale);
     const int32_t dev = c.q->device_index();
     aotirt::gpu::DeviceGuard guard(fn, dev);
-    auto seed = aotirt::attention::NewZeros(fn, dev, {});
-    auto offset = aotirt::attention::NewZeros(fn, dev, {});
     aotirt::attention::Execute(fn, c);
     aotirt::attention::Put(ret0, std::move(c.out));
     aotirt::attention::Put(ret1, std::move(c.lse));
-    aotirt::attention::Put(ret2, std::move(seed));
-    aotirt::attention::Put(ret3, std::move(offset));
+    aotirt::attention::PutZeros(ret2, fn, dev, {});
+    aotirt::attention::PutZeros(ret3, fn, dev, {});
   })
 }
 
@@ -183,8 +183,6 @@ AOTITorchError aoti_torch_cuda__scaled_dot_product_cudnn_attention(
                                           return_debug_mask != 0, scale);
     const int32_t dev = c.q->device_index();
     aotirt::gpu::DeviceGuard guard(fn, dev);
-    auto seed = aotirt::attention::NewZeros(fn, dev, {});
-    auto offset = aotirt::attention::NewZeros(fn, dev, {});
     aotirt::attention::Execute(fn, c);
     aotirt::attention::Put(ret0, std::move(c.out));
     aotirt::attention::Put(ret1, std::move(c.lse));
@@ -192,8 +190,8 @@ AOTITorchError aoti_torch_cuda__scaled_dot_product_cudnn_attention(
     aotirt::attention::PutNone(ret3);
     aotirt::attention::PutInt(ret4, c.plan.tq);
     aotirt::attention::PutInt(ret5, c.plan.tkv);
-    aotirt::attention::Put(ret6, std::move(seed));
-    aotirt::attention::Put(ret7, std::move(offset));
+    aotirt::attention::PutZeros(ret6, fn, dev, {});
+    aotirt::attention::PutZeros(ret7, fn, dev, {});
     aotirt::attention::PutNone(ret8);  // debug_attn_mask: None
   })
 }

@@ -81,6 +81,7 @@ def test_doctor_reports_and_exit_code_matches_problems():
     ("--float32_matmul_precision=medium", r"valid: \['highest', 'high'\]"),
     ("--platform=macos", r"valid: \['linux', 'windows'\]"),
     ("--attention_backend=FLASH", r"attention_backend='FLASH' is not valid; valid: \['MATH', 'CUDNN', 'TRITON', 'CUDNN,TRITON', 'AUTO'\]"),
+    ("--coordinate_descent_tuning=yes", r"--coordinate_descent_tuning='yes' is not valid; valid: \['ON', 'OFF'\]"),
 ])
 def test_lower_spec_flag_errors_exit_2(tmp_path, flag, match):
     import re
@@ -88,11 +89,12 @@ def test_lower_spec_flag_errors_exit_2(tmp_path, flag, match):
     assert rc == 2 and re.search(match, out), out
 
 
-@pytest.mark.parametrize("argv,attention,conv", [([], None, None), (["--attention_backend=cudnn"], "CUDNN", None),
-                                                 (["--attention_backend= Math"], "MATH", None),
-                                                 (["--attention_backend=triton,cudnn", "--max_autotune_conv_backends=aten"],
-                                                  "CUDNN,TRITON", "ATEN")])
-def test_lower_spec_flags_become_compile_options(argv, attention, conv):
+@pytest.mark.parametrize("argv,attention,conv,cdt", [
+    ([], None, None, None), (["--attention_backend=cudnn"], "CUDNN", None, None),
+    (["--attention_backend= Math"], "MATH", None, None),
+    (["--attention_backend=triton,cudnn", "--max_autotune_conv_backends=aten"], "CUDNN,TRITON", "ATEN", None),
+    (["--coordinate_descent_tuning=off"], None, None, False), (["--coordinate_descent_tuning=ON"], None, None, True)])
+def test_lower_spec_flags_become_compile_options(argv, attention, conv, cdt):
     from aotirt import cli
     try:
         cli.FLAGS(["aotirt", "--max_autotune_gemm_backends=triton,aten", "--target=cuda", *argv])
@@ -101,7 +103,8 @@ def test_lower_spec_flags_become_compile_options(argv, attention, conv):
         cli.FLAGS.unparse_flags()
     # a flag not given stays None: the platform's default (specs.PLATFORM_DEFAULTS)
     assert opts == aotirt.CompileOptions(max_autotune_gemm_backends="ATEN,TRITON", target="cuda",
-                                         attention_backend=attention, max_autotune_conv_backends=conv)
+                                         attention_backend=attention, max_autotune_conv_backends=conv,
+                                         coordinate_descent_tuning=cdt)
 
 
 @pytest.mark.parametrize("flags,match", [

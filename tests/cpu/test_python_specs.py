@@ -10,7 +10,8 @@ from aotirt import specs
 def _meta(**over):
     base = {"aotirt_version": aotirt.__version__, "aotirt_float32_matmul_precision": "highest",
             "aotirt_platform": "linux_cuda", "aotirt_max_autotune": "ON", "aotirt_max_autotune_gemm_backends": "ATEN",
-            "aotirt_attention_backend": "CUDNN,TRITON"}  # linux_cuda's defaults (platforms.PLATFORM_DEFAULTS)
+            "aotirt_attention_backend": "CUDNN,TRITON",
+            "aotirt_coordinate_descent_tuning": "ON"}  # linux_cuda's defaults (platforms.PLATFORM_DEFAULTS)
     base.update(over)
     return base
 
@@ -25,6 +26,7 @@ def test_default_options_map_to_the_runtime_contract():
         "max_autotune": True,
         "max_autotune_gemm_backends": "ATEN",
         "max_autotune_conv_backends": "ATEN",
+        "coordinate_descent_tuning": True,
         "aot_inductor.metadata": _meta(),
     }
 
@@ -76,10 +78,40 @@ def test_every_value_maps_to_inductor_options(given, canonical, max_autotune, pr
     assert out["max_autotune"] is max_autotune
     assert out["max_autotune_gemm_backends"] == canonical
     assert out["max_autotune_conv_backends"] == "ATEN"  # linux_cuda's default; OFF: the ATen fallback anyway
+    assert out["coordinate_descent_tuning"] is max_autotune  # None: as max_autotune (torch.compile's mode)
     assert out["aot_inductor.metadata"] == _meta(aotirt_float32_matmul_precision=precision,
                                                  aotirt_max_autotune="ON" if max_autotune else "OFF",
-                                                 aotirt_max_autotune_gemm_backends=canonical)
+                                                 aotirt_max_autotune_gemm_backends=canonical,
+                                                 aotirt_coordinate_descent_tuning="ON" if max_autotune else "OFF")
     assert "aot_inductor.cross_target_platform" not in out
+
+
+@pytest.mark.parametrize("max_autotune", [True, False])
+@pytest.mark.parametrize("cdt", [True, False])
+def test_coordinate_descent_tuning_is_its_own_choice_and_recorded(max_autotune, cdt):
+    out = aotirt.inductor_options(aotirt.CompileOptions(max_autotune=max_autotune, coordinate_descent_tuning=cdt),
+                                  target="cuda")
+    assert out["coordinate_descent_tuning"] is cdt and out["max_autotune"] is max_autotune
+    assert out["aot_inductor.metadata"]["aotirt_coordinate_descent_tuning"] == ("ON" if cdt else "OFF")
+
+
+def test_coordinate_descent_tuning_in_inductor_configs_is_validated_and_overrides():
+    out = aotirt.inductor_options(aotirt.CompileOptions(), {"coordinate_descent_tuning": False}, target="cuda")
+    assert out["coordinate_descent_tuning"] is False
+    assert out["aot_inductor.metadata"]["aotirt_coordinate_descent_tuning"] == "OFF"
+    with pytest.raises(aotirt.SpecError, match="coordinate_descent_tuning must be True, False or None"):
+        aotirt.inductor_options(aotirt.CompileOptions(), {"coordinate_descent_tuning": "yes"}, target="cuda")
+    with pytest.raises(aotirt.SpecError, match="coordinate_descent_tuning must be True, False or None"):
+        aotirt.CompileOptions(coordinate_descent_tuning=1)
+
+
+def test_coordinate_descent_tuning_compile_spec_round_trips():
+    opts, _ = specs.options_from_compile_specs([Spec("coordinate_descent_tuning", b"off")])
+    assert opts.coordinate_descent_tuning is False and opts.cdt() is False
+    assert specs.options_to_compile_spec_values(opts) == [("coordinate_descent_tuning", b"OFF")]
+    assert specs.options_to_compile_spec_values(aotirt.CompileOptions()) == []
+    with pytest.raises(aotirt.SpecError, match=r"coordinate_descent_tuning='maybe' is not valid; valid: \['ON', 'OFF'\]"):
+        specs.options_from_compile_specs([Spec("coordinate_descent_tuning", b"maybe")])
 
 
 def test_windows_maps_to_cross_compilation_against_the_import_library():

@@ -77,7 +77,9 @@ class Shims:
             self.lib.aoti_torch_delete_tensor_object(dh)
         return dst, (sizes, strides)
 
-    def run(self, op, q, k, v, bias, causal, scale, lse):
+    def run(self, op, q, k, v, bias, causal, scale, lse, take_all=True):
+        """take_all=False passes nullptr for every output but the attention output and logsumexp, as Inductor's
+        wrapper does for the outputs a model does not use (the philox seed/offset, cum_seq, max_q/max_k, debug)."""
         hs = [self.wrap(t) for t in (q, k, v)]
         bh = self.wrap(bias) if bias is not None else H()
         rets = [H() for _ in range(9)]
@@ -85,18 +87,23 @@ class Shims:
         sc = ctypes.c_double(scale) if scale is not None else None
         scp = ctypes.byref(sc) if sc is not None else None
         L = self.lib
+
+        def r(i):
+            return ctypes.byref(rets[i]) if take_all or i < 2 else None
+
+        def n(i):
+            return ctypes.byref(ints[i]) if take_all else None
         try:
             if op == "flash":
                 rc = L.aoti_torch_cuda__scaled_dot_product_flash_attention(
-                    *hs, 0.0, int(causal), 0, scp, *[ctypes.byref(r) for r in rets[:4]],
-                    ctypes.byref(ints[0]), ctypes.byref(ints[1]), *[ctypes.byref(r) for r in rets[6:9]])
+                    *hs, 0.0, int(causal), 0, scp, *[r(i) for i in range(4)], n(0), n(1), *[r(i) for i in (6, 7, 8)])
             elif op == "efficient":
                 rc = L.aoti_torch_cuda__scaled_dot_product_efficient_attention(
-                    *hs, ctypes.byref(bh), int(lse), 0.0, int(causal), scp, *[ctypes.byref(r) for r in rets[:4]])
+                    *hs, ctypes.byref(bh), int(lse), 0.0, int(causal), scp, *[r(i) for i in range(4)])
             else:
                 rc = L.aoti_torch_cuda__scaled_dot_product_cudnn_attention(
-                    *hs, ctypes.byref(bh), int(lse), 0.0, int(causal), 0, scp, *[ctypes.byref(r) for r in rets[:4]],
-                    ctypes.byref(ints[0]), ctypes.byref(ints[1]), *[ctypes.byref(r) for r in rets[6:9]])
+                    *hs, ctypes.byref(bh), int(lse), 0.0, int(causal), 0, scp, *[r(i) for i in range(4)],
+                    n(0), n(1), *[r(i) for i in (6, 7, 8)])
             if rc != 0:
                 return None, self.error()
             out = self.take(rets[0], q.dtype)
@@ -191,9 +198,11 @@ def test_random_cases_match_torch(shims):
     failures = []
     for i in range(CASES):
         c = random_case(rng, i)
-        got, err = shims.run(c["op"], c["q"], c["k"], c["v"], c["bias"], c["causal"], c["scale"], c["lse"])
+        take_all = i % 2 == 0  # odd cases: nullptr for the outputs an inference wrapper does not take
+        got, err = shims.run(c["op"], c["q"], c["k"], c["v"], c["bias"], c["causal"], c["scale"], c["lse"],
+                             take_all=take_all)
         desc = (f"case {i}: {c['op']} q{list(c['q'].shape)}/{list(c['q'].stride())} k{list(c['k'].shape)} "
-                f"v{list(c['v'].shape)} {c['q'].dtype} causal={c['causal']} scale={c['scale']} "
+                f"v{list(c['v'].shape)} {c['q'].dtype} causal={c['causal']} scale={c['scale']} take_all={take_all} "
                 f"bias={None if c['bias'] is None else (list(c['bias'].shape), list(c['bias'].stride()))}")
         if got is None:
             failures.append(f"{desc}: refused: {err}")
@@ -215,8 +224,17 @@ def test_random_cases_match_torch(shims):
                 tq = c["q"].shape[2]
                 if not torch.allclose(lse[:, :, :tq].reshape(want_lse.shape), want_lse, atol=2e-2, rtol=1e-3):
                     failures.append(f"{desc}: logsumexp differs")
-            if c["op"] != "efficient" and ints != [c["q"].shape[2], c["k"].shape[2]]:
+            if take_all and c["op"] != "efficient" and ints != [c["q"].shape[2], c["k"].shape[2]]:
                 failures.append(f"{desc}: max_q/max_k {ints}")
+            seeds = [rets[j] for j in ((2, 3) if c["op"] == "efficient" else (6, 7))]
+            if take_all:  # the philox seed and offset: int64 zeros (dropout 0 draws nothing)
+                for h in seeds:
+                    if not h.value:
+                        failures.append(f"{desc}: no philox seed/offset tensor")
+                    elif shims.take(h, torch.int64)[0].count_nonzero().item() != 0:
+                        failures.append(f"{desc}: philox seed/offset not zero")
+            elif any(h.value for h in seeds):
+                failures.append(f"{desc}: made a philox seed/offset nobody takes")
         finally:
             shims.free(rets)
     assert not failures, f"{len(failures)} of {CASES} cases failed:\n" + "\n".join(failures[:40])

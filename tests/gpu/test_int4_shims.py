@@ -3,8 +3,8 @@ torch._weight_int4pack_mm on weights packed by torch._convert_weight_to_int4pack
 group size (32..256), m from 1 to 64, random weights, scales and zeros. Exactly: an identity input returns the
 dequantized weights themselves (bf16((q - 8) * scale + zero), torch's dequantization), which pins the packed layout
 element by element; otherwise within bf16 rounding of a float32 reference on the same dequantized weights and of
-torch's kernel. Called through ctypes on the shim library named by $AOTIRT_SHIM_LIB. Until these pass on the H200
-the manifest keeps the shim out of lowering (note "unverified")."""
+torch's kernel. Called through ctypes on the shim library named by $AOTIRT_SHIM_LIB. First passed on the H200 at
+ff2943f (tests/gpu/LAST_RUN.md); the manifest kept the shim out of lowering until then (note "unverified")."""
 import ctypes
 import os
 import random
@@ -89,9 +89,12 @@ def test_random_cases_against_torch(shims):
         ikt, group = rng.choice([2, 4, 8]), rng.choice([32, 64, 128, 256])
         k = _k(rng, ikt, group)
         n = 8 * rng.choice([1, 2, 3, 8, 33, 128])
-        m = rng.choice([1, 1, 2, 3, 7, 8, 9, 16, 64])
+        m = rng.choice([1, 1, 2, 3, 4, 5, 7, 8, 9, 16, 64, 300])
         _, packed, sz, w = quantized(n, k, group, ikt, seed=case)
         x = (torch.randn(m, k, generator=torch.Generator().manual_seed(case)) * 0.5).to(torch.bfloat16).cuda()
+        odd = case % 5 == 4  # x a view at an odd element offset: the kernel's 2-byte loads instead of 4-byte ones
+        if odd:
+            x = torch.empty(m * k + 1, dtype=torch.bfloat16, device="cuda")[1:].view(m, k).copy_(x)
         got, err = shims.mm(x, packed, group, sz)
         assert got is not None, f"case {case}: {err}"
         y = got[0]
@@ -101,7 +104,7 @@ def test_random_cases_against_torch(shims):
         d_ref = (y.float() - ref).abs().max().item() / scale
         d_torch = (y.float() - theirs).abs().max().item() / scale
         worst = max(worst, d_ref)
-        where = f"case {case}: m={m} n={n} k={k} inner_k_tiles={ikt} group={group}"
+        where = f"case {case}: m={m} n={n} k={k} inner_k_tiles={ikt} group={group} odd_offset={odd}"
         assert d_ref <= 1e-2, f"{where}: {d_ref:.3e} of max |out| from the float32 reference"
         assert d_torch <= 2e-2, f"{where}: {d_torch:.3e} of max |out| from torch's kernel"
     print(f"int4 mm: {CASES} cases, worst |ours - float32 reference| / max|out| = {worst:.2e}")
