@@ -135,7 +135,50 @@ int LaunchRows(const Int4MmParams& p, cudaStream_t stream) {
   return LaunchTiles<8, kVec>(p, stream);
 }
 
+// One thread per packed word: its 8 weights, column 8 t_n + lane / 4, the k positions of int4_kernel.h, written as
+// 4 bfloat16 pairs (base_i, base_i + 1).
+__global__ void Int4DequantizeKernel(const int32_t* __restrict__ b, const __nv_bfloat16* __restrict__ sz,
+                                     __nv_bfloat16* __restrict__ w, int64_t words, int n, int k, int k_outer,
+                                     int words_per_lane, int group_size) {
+  const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (idx >= words) return;
+  const int j = static_cast<int>(idx % words_per_lane);
+  const int lane = static_cast<int>((idx / words_per_lane) % 32);
+  const int64_t rest = idx / (static_cast<int64_t>(words_per_lane) * 32);
+  const int o = static_cast<int>(rest % k_outer);
+  const int tile = static_cast<int>(rest / k_outer);
+  const int col = tile * 8 + lane / 4;
+  const int q = lane % 4;
+  const uint32_t word = static_cast<uint32_t>(__ldg(b + idx));
+  const int ka = (o * words_per_lane * 2 + 2 * j) * 16;
+  const int64_t g = ka / group_size;
+  const float scale = __bfloat162float(sz[(g * n + col) * 2]);
+  const float zero = __bfloat162float(sz[(g * n + col) * 2 + 1]);
+  __nv_bfloat16* row = w + static_cast<int64_t>(col) * k;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const int base = (i < 2 ? ka : ka + 16) + 2 * q + 8 * (i % 2);
+    const float hi = static_cast<float>(static_cast<int>((word >> (4 * i)) & 0xF) - 8);
+    const float lo = static_cast<float>(static_cast<int>((word >> (16 + 4 * i)) & 0xF) - 8);
+    row[base] = __float2bfloat16(fmaf(hi, scale, zero));
+    row[base + 1] = __float2bfloat16(fmaf(lo, scale, zero));
+  }
+}
+
 }  // namespace
+
+int LaunchInt4Dequantize(const Int4MmParams& p, void* w, void* stream) {
+  if (p.n <= 0 || p.k <= 0) return 0;
+  const int64_t words = p.n * p.k / 8;
+  const int threads = 256;
+  const int64_t blocks = (words + threads - 1) / threads;
+  if (blocks > 0x7fffffff) return static_cast<int>(cudaErrorInvalidConfiguration);
+  Int4DequantizeKernel<<<static_cast<unsigned>(blocks), threads, 0, static_cast<cudaStream_t>(stream)>>>(
+      p.b, static_cast<const __nv_bfloat16*>(p.scales_and_zeros), static_cast<__nv_bfloat16*>(w), words,
+      static_cast<int>(p.n), static_cast<int>(p.k), static_cast<int>(p.k_outer),
+      static_cast<int>(p.inner_k_tiles / 2), static_cast<int>(p.group_size));
+  return static_cast<int>(cudaGetLastError());
+}
 
 int LaunchInt4Mm(const Int4MmParams& p, void* stream) {
   if (p.m <= 0 || p.n <= 0) return 0;

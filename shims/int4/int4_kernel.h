@@ -29,6 +29,10 @@ struct Int4MmParams {
 // sum in float32. Returns a CUDA error code (0 = success); launches only (capturable, no synchronization).
 int LaunchInt4Mm(const Int4MmParams& p, void* stream);
 
+// w[c, k] = bf16((q - 8) * scale + zero) for every output column c and k (bfloat16 [n, k], contiguous; p.a, p.out
+// unused): the dequantized weights, for a bfloat16 GEMM at large m. Launch only, as above.
+int LaunchInt4Dequantize(const Int4MmParams& p, void* w, void* stream);
+
 }  // namespace int4
 }  // namespace aotirt
 #endif  // AOTIRT_INT4_INT4_KERNEL_H_

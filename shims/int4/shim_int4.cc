@@ -1,10 +1,15 @@
 // extern "C" aoti_torch_cuda__weight_int4pack_mm with PyTorch's c_shim_cuda.h signature: handles -> plan from
-// metadata (int4_plan.h: every refusal, before any device work) -> a new bfloat16 [m, n] output -> int4_kernel.cu on
-// the current stream (no workspace, no synchronization: capturable).
+// metadata (int4_plan.h: every refusal, before any device work) -> a new bfloat16 [m, n] output -> on the current
+// stream (no synchronization: capturable) either our int4 kernel (int4_kernel.cu), or for m >= kDequantizeMinRows
+// the weights dequantized into a stream-ordered bfloat16 buffer and a cuBLASLt GEMM (the GEMM shims' executor:
+// tensor cores, where the int4 kernel would re-read and re-dequantize the weights per 8 rows). Without cuBLASLt the
+// int4 kernel takes every m.
 #include <memory>
 
 #include "shims/common/error.h"
 #include "shims/cuda/device.h"
+#include "shims/gemm/cublaslt_loader.h"
+#include "shims/gemm/executor.h"
 #include "shims/include/aotirt/shim.h"
 #include "shims/int4/int4_kernel.h"
 #include "shims/int4/int4_plan.h"
@@ -13,6 +18,19 @@
 namespace aotirt {
 namespace int4 {
 namespace {
+
+// From this many rows on, dequantize + cuBLASLt GEMM (a prefill); below, the int4 kernel (a decode step). Chosen
+// from benchmarks/int4.py (results in benchmarks/RESULTS.md).
+constexpr int64_t kDequantizeMinRows = 32;
+
+bool CublasLtLoads(const char* fn) {
+  try {
+    (void)gemm::Lt(fn);
+    return true;
+  } catch (const std::exception&) {
+    return false;  // no cuBLASLt here: the int4 kernel runs every m
+  }
+}
 
 const Tensor* Operand(const char* fn, AtenTensorHandle h, const char* what, Meta* m) {
   const Tensor* t = FromHandle(h, fn, what);
@@ -51,8 +69,17 @@ void Int4Mm(const char* fn, AtenTensorHandle self, AtenTensorHandle mat2, int64_
     kp.b = static_cast<const int32_t*>(b->data_ptr());
     kp.scales_and_zeros = s->data_ptr();
     kp.out = out->data_ptr();
-    const int rc = LaunchInt4Mm(kp, gpu::CurrentStream(dev));
-    AOTIRT_CHECK(rc == 0, fn, "the int4 GEMM kernel failed to launch (CUDA error ", rc, ")");
+    if (p.m >= kDequantizeMinRows && CublasLtLoads(fn)) {
+      // w [n, k] bfloat16, freed stream-ordered after the GEMM that reads it; the GEMM takes its transposed view.
+      std::unique_ptr<Tensor> w(gpu::NewDeviceTensor(fn, dev, DType::kBFloat16, {p.n, p.k}, {p.k, 1}));
+      const int rc = LaunchInt4Dequantize(kp, w->data_ptr(), gpu::CurrentStream(dev));
+      AOTIRT_CHECK(rc == 0, fn, "the int4 dequantization kernel failed to launch (CUDA error ", rc, ")");
+      const Tensor w_t(w->storage(), {p.k, p.n}, {1, p.k}, 0, DType::kBFloat16);
+      gemm::RunGemm(fn, gemm::GemmOp::kMm, out.get(), nullptr, a, &w_t, 0.0, 1.0);
+    } else {
+      const int rc = LaunchInt4Mm(kp, gpu::CurrentStream(dev));
+      AOTIRT_CHECK(rc == 0, fn, "the int4 GEMM kernel failed to launch (CUDA error ", rc, ")");
+    }
   }
   *ret0 = ToHandle(out.release());
 }

@@ -2,7 +2,7 @@
 torch._weight_int4pack_mm on weights packed by torch._convert_weight_to_int4pack: every inner_k_tiles (2, 4, 8) and
 group size (32..256), m from 1 to 64, random weights, scales and zeros. Exactly: an identity input returns the
 dequantized weights themselves (bf16((q - 8) * scale + zero), torch's dequantization), which pins the packed layout
-element by element; otherwise within bf16 rounding of a float32 reference on the same dequantized weights and of
+element by element, through both paths (the int4 kernel below 32 rows, dequantize + cuBLASLt from 32 on); otherwise within bf16 rounding of a float32 reference on the same dequantized weights and of
 torch's kernel. Called through ctypes on the shim library named by $AOTIRT_SHIM_LIB. First passed on the H200 at
 ff2943f (tests/gpu/LAST_RUN.md); the manifest kept the shim out of lowering until then (note "unverified")."""
 import ctypes
@@ -71,12 +71,19 @@ def test_identity_input_returns_the_dequantized_weights_exactly(shims, inner_k_t
     n = 24
     _, packed, sz, w = quantized(n, k, group, inner_k_tiles, seed=inner_k_tiles * 1000 + group)
     eye = torch.eye(k, dtype=torch.bfloat16, device="cuda")
+    # all k rows at once (m >= 32: the dequantize + cuBLASLt path), and 8 rows per call (the int4 kernel)
     got, err = shims.mm(eye, packed, group, sz)
     assert got is not None, err
     y, (sizes, strides) = got
     assert sizes == [k, n] and strides == [n, 1]
+    chunks = []
+    for r in range(0, k, 8):
+        part, err = shims.mm(eye[r:r + 8].contiguous(), packed, group, sz)
+        assert part is not None, err
+        chunks.append(part[0])
     torch.cuda.synchronize()
-    assert torch.equal(y, w.T.contiguous()), "the packed layout is read wrong"
+    assert torch.equal(y, w.T.contiguous()), "the dequantize + GEMM path reads the packed layout wrong"
+    assert torch.equal(torch.cat(chunks), w.T.contiguous()), "the int4 kernel reads the packed layout wrong"
     # torch's kernel on the same input: its dequantization, up to one bf16 rounding step (its fma is a bf16 one)
     ref = torch._weight_int4pack_mm(eye, packed, group, sz)
     torch.testing.assert_close(ref, w.T.contiguous(), rtol=8e-3, atol=1e-4)
@@ -89,7 +96,7 @@ def test_random_cases_against_torch(shims):
         ikt, group = rng.choice([2, 4, 8]), rng.choice([32, 64, 128, 256])
         k = _k(rng, ikt, group)
         n = 8 * rng.choice([1, 2, 3, 8, 33, 128])
-        m = rng.choice([1, 1, 2, 3, 4, 5, 7, 8, 9, 16, 64, 300])
+        m = rng.choice([1, 1, 2, 3, 4, 5, 7, 8, 9, 16, 31, 32, 64, 300])
         _, packed, sz, w = quantized(n, k, group, ikt, seed=case)
         x = (torch.randn(m, k, generator=torch.Generator().manual_seed(case)) * 0.5).to(torch.bfloat16).cuda()
         odd = case % 5 == 4  # x a view at an odd element offset: the kernel's 2-byte loads instead of 4-byte ones

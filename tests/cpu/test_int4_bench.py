@@ -1,0 +1,39 @@
+"""benchmarks/int4.py's CPU-side logic: flags, the summary and the table (the GPU side runs on the GPU machine)."""
+import pytest
+
+import bench_script
+
+_, int4 = bench_script.load("int4")
+
+
+def _row(m, shim, torch_us, n=1024, k=1024):
+    return {"m": m, "n": n, "k": k, "group": 128, "shim_us": shim, "torch_us": torch_us}
+
+
+def test_summary_splits_decode_rows_from_larger_m():
+    rows = [_row(1, 2.0, 2.5), _row(8, 3.0, 2.0), _row(64, 10.0, 5.0), _row(512, 40.0, 50.0)]
+    s = int4.summarize(rows)
+    assert s["decode"] == {"rows": 2, "median_ratio": pytest.approx((0.8 + 1.5) / 2, abs=1e-3), "worst_ratio": 1.5}
+    assert s["larger_m"]["rows"] == 2 and s["larger_m"]["worst_ratio"] == 2.0
+    assert s["by_m"]["512"] == {"rows": 1, "median_ratio": 0.8, "worst_ratio": 0.8}
+    assert int4.summarize([_row(64, 1.0, 1.0)])["decode"] == {"rows": 0}
+
+
+def test_markdown_lists_every_row_and_the_summary():
+    rows = [_row(1, 2.0, 2.5), _row(512, 40.0, 50.0)]
+    md = int4.markdown(rows, int4.summarize(rows))
+    assert "| 1 | 1024 | 1024 | 128 | 2.00 | 2.50 | 0.80 |" in md
+    assert "| decode | 1 | 0.8 | 0.8 |" in md and "| larger_m | 1 | 0.8 | 0.8 |" in md
+
+
+def test_shapes_are_valid_for_torchs_packing():
+    for n, k in int4.NK:
+        assert n % 8 == 0 and k % (8 * 16) == 0 and k % 128 == 0  # inner_k_tiles 8, group 128
+    assert int4.M_VALUES[0] == 1 and max(int4.M_VALUES) == 512
+
+
+def test_flags():
+    a = int4.parse_args(["--group", "64", "--quick"])
+    assert a.group == "64" and a.quick
+    with pytest.raises(SystemExit):
+        int4.parse_args(["--group", "48"])
