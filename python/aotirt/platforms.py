@@ -462,6 +462,15 @@ _SHIM_CALL = re.compile(r"\b(aoti_torch_[A-Za-z0-9_]+)\s*\(")
 
 # The sort/top-k fallbacks Inductor emits, on CUB (shims/sort): Linux and Windows CUDA, not ROCm.
 CUB_SHIMS = ("aoti_torch_cuda_sort", "aoti_torch_cuda_sort_stable", "aoti_torch_cuda_topk")
+# Fallbacks no compile spec can avoid (Inductor has no Triton lowering for their ops), by family: (what the shims
+# are built on, what to change in the model instead). Where a platform lacks them, the refusal says so.
+NO_SPEC_FAMILIES = {
+    CUB_SHIMS: ("sort/top-k on CUB", "torch.sort/argsort/topk"),
+    ("aoti_torch_cuda__weight_int4pack_mm",): ("int4 GEMM over torch's CUDA packed layout",
+                                               "aten._weight_int4pack_mm (int4 weight-only quantization)"),
+    ("aoti_torch_cuda__embedding_bag", "aoti_torch_cuda__embedding_bag_forward_only"): (
+        "embedding bags, a CUDA kernel", "nn.EmbeddingBag / F.embedding_bag"),
+}
 
 
 def shims_called(wrapper_source: str) -> set:
@@ -483,7 +492,8 @@ def check_shims(called: Iterable[str], key: str, manifest: Manifest | None = Non
     missing = missing_shims(called, key, m)
     if not missing:
         return
-    unverified = [n for n in missing if n in unverified_shims(m)]
+    # unverified: in this platform's library but not yet allowed (a platform without the shim gets the other hints)
+    unverified = [n for n in missing if n in unverified_shims(m) and key in m.platforms_of.get(n, ())]
     missing_rest = [n for n in missing if n not in unverified]
     elsewhere = [n for n in missing_rest if m.platforms_of.get(n)]
     nowhere = [n for n in missing_rest if not m.platforms_of.get(n)]
@@ -492,13 +502,16 @@ def check_shims(called: Iterable[str], key: str, manifest: Manifest | None = Non
         hint.append(f"{', '.join(unverified)} {'is' if len(unverified) == 1 else 'are'} in the shim library but not "
                     f"yet allowed: " + "; ".join(f"{n}: {m.notes[n]}" for n in unverified)
                     + " (shims/shim_manifest.tsv)")
-    no_spec = [n for n in elsewhere if n in CUB_SHIMS]  # no compile spec gives Inductor another way to run these
-    if no_spec:
+    for family, (built_on, avoid) in NO_SPEC_FAMILIES.items():  # no compile spec gives Inductor another way
+        no_spec = [n for n in elsewhere if n in family]
+        if not no_spec:
+            continue
         others = sorted(set().union(*(m.platforms_of[n] for n in no_spec)))
-        hint.append(f"{', '.join(no_spec)} exist only for {', '.join(others)} (sort/top-k on CUB; Inductor has no "
-                    f"Triton lowering for them that a compile spec could choose): run this model on "
-                    f"{' or '.join(others)}, or change it to avoid torch.sort/argsort/topk")
-        elsewhere = [n for n in elsewhere if n not in CUB_SHIMS]
+        hint.append(f"{', '.join(no_spec)} exist{'s' if len(no_spec) == 1 else ''} only for {', '.join(others)} "
+                    f"({built_on}; Inductor has no Triton lowering for {'it' if len(no_spec) == 1 else 'them'} that "
+                    f"a compile spec could choose): run this model on {' or '.join(others)}, or change it to avoid "
+                    f"{avoid}")
+        elsewhere = [n for n in elsewhere if n not in family]
     if elsewhere:
         others = sorted(set().union(*(m.platforms_of[n] for n in elsewhere)))
         fix = ("attention_backend='MATH' or 'TRITON'" if set(elsewhere) <= set(SDPA_SHIMS) else

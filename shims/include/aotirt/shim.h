@@ -184,6 +184,23 @@ AOTIRT_EXPORT AOTITorchError aoti_torch_cuda_topk(AtenTensorHandle self, int64_t
 AOTIRT_EXPORT AOTITorchError aoti_torch_cuda__weight_int4pack_mm(AtenTensorHandle self, AtenTensorHandle mat2,
                                                                 int64_t qGroupSize, AtenTensorHandle qScaleAndZeros,
                                                                 AtenTensorHandle* ret0);
+// ---- Embedding bags (Linux and Windows CUDA; PyTorch's c_shim_cuda.h signatures; the two compute alike, as on
+// CUDA in torch): per bag of `indices` (bounds from `offsets`) the sum, mean (mode 1) or max (mode 2) of the rows of
+// `weight`, padding_idx skipped, per_sample_weights (may be null) scaling a sum. ret0: output [bags, D]; ret1:
+// offset2bag, ret2: bag_size, ret3: max_indices (each may be null). shims/embedding_bag/embedding_bag_plan.h lists
+// what is refused.
+AOTIRT_EXPORT AOTITorchError aoti_torch_cuda__embedding_bag(AtenTensorHandle weight, AtenTensorHandle indices,
+                                                           AtenTensorHandle offsets, int32_t scale_grad_by_freq,
+                                                           int64_t mode, int32_t sparse,
+                                                           AtenTensorHandle* per_sample_weights,
+                                                           int32_t include_last_offset, int64_t padding_idx,
+                                                           AtenTensorHandle* ret0, AtenTensorHandle* ret1,
+                                                           AtenTensorHandle* ret2, AtenTensorHandle* ret3);
+AOTIRT_EXPORT AOTITorchError aoti_torch_cuda__embedding_bag_forward_only(
+    AtenTensorHandle weight, AtenTensorHandle indices, AtenTensorHandle offsets, int32_t scale_grad_by_freq,
+    int64_t mode, int32_t sparse, AtenTensorHandle* per_sample_weights, int32_t include_last_offset,
+    int64_t padding_idx, AtenTensorHandle* ret0, AtenTensorHandle* ret1, AtenTensorHandle* ret2,
+    AtenTensorHandle* ret3);
 
 // ---- this library's own API
 // The message of this thread's last failed call ("" if none). Borrowed; valid until the next failing call.
