@@ -10,7 +10,8 @@
     open("model.pte", "wb").write(et.buffer); et.write_tensor_data_to_file(".")   # + aotirt_cuda_blob.ptd
     aotirt.executorch.extract_package("model.pte", "model.pt2")                     # -> aotirt.load("model.pt2")
 
-The delegate's payload is our AOTInductor output: the wrapper .so (named data in the .pte), the weights blob (named
+The specs are aotirt.compile's, AUTO included (lower_payload: the candidates lowered through this door, timed on
+this GPU with the aotirt runtime, the fastest kept). The delegate's payload is our AOTInductor output: the wrapper .so (named data in the .pte), the weights blob (named
 data in the external file aotirt_cuda_blob.ptd) and the package metadata (JSON in the delegate's processed bytes).
 `extract_package` writes them back as a .pt2 the aotirt runtime loads.
 
@@ -25,11 +26,14 @@ import dataclasses
 import hashlib
 import json
 import os
-from typing import Any, List, Sequence
+import shutil
+import tempfile
+import zipfile
+from typing import Any, Callable, List, Sequence
 
 from aotirt import lowering, package, platforms, specs
 from aotirt.device import parse_device
-from aotirt.errors import ExecuTorchError, LoweringError
+from aotirt.errors import ExecuTorchError, LoweringError, SpecError
 from aotirt.progress import ensure_progress_visible, log
 from aotirt.specs import CompileOptions
 
@@ -174,6 +178,79 @@ def _lower_to_payload(edge_program: Any, opts: CompileOptions, device_index: int
     return payload_from_files(files, opts, key, called)
 
 
+def example_inputs_of(torch: Any, edge_program: Any, device_index: int) -> tuple:
+    """Inputs to time AUTO's candidates with: per user input of the program, a tensor of its shape, dtype and strides
+    on the lowering GPU (floating point: standard normal; integers and bool: zeros, valid as indices of any table).
+    SpecError where a shape is symbolic (AUTO needs the shapes it will time)."""
+    user_inputs = set(edge_program.graph_signature.user_inputs)
+    out = []
+    for node in edge_program.graph.nodes:
+        if node.op != "placeholder" or node.name not in user_inputs:
+            continue
+        val = node.meta.get("val")
+        if not isinstance(val, torch.Tensor):
+            raise SpecError(f"AUTO through ExecuTorch times tensors, but input {node.name!r} is {type(val).__name__}; "
+                            f"choose the backend fields yourself")
+        if any(isinstance(d, torch.SymInt) for d in (*val.shape, *val.stride())):
+            raise SpecError(f"AUTO through ExecuTorch needs static input shapes; input {node.name!r} has shape "
+                            f"{tuple(val.shape)}: choose the backend fields yourself")
+        shape, stride = [int(d) for d in val.shape], [int(d) for d in val.stride()]
+        extent = 1 + sum((n - 1) * s for n, s in zip(shape, stride)) if all(shape) else 0
+        base = torch.empty(max(extent, 1), dtype=val.dtype, device=f"cuda:{device_index}")
+        if val.dtype.is_floating_point:
+            base.normal_()
+        else:
+            base.zero_()
+        out.append(base.as_strided(shape, stride))
+    return tuple(out)
+
+
+def payload_from_pt2(path: str, method_name: str) -> Payload:
+    """A .pt2 written by write_package (or AOTInductor) -> Payload: its wrapper .so, weights blob and metadata."""
+    with zipfile.ZipFile(path) as z:
+        names = z.namelist()
+        pick = lambda suffix: next((n for n in names if n.endswith(suffix)), None)  # noqa: E731
+        so, blob, meta = pick(".wrapper.so"), pick("_weights.blob"), pick("_metadata.json")
+        if so is None:
+            raise LoweringError(f"{path} has no wrapper library (.wrapper.so)")
+        metadata = json.loads(z.read(meta)) if meta else {}
+        return Payload(method_name, z.read(so), z.read(blob) if blob else None,
+                       {str(k): str(v) for k, v in metadata.items()})
+
+
+def _auto_payload(edge_program: Any, opts: CompileOptions, device_index: int, *,
+                  lower_fn: Callable[..., Payload] | None = None, time_fn: Callable[..., Any] | None = None,
+                  inputs: Sequence[Any] | None = None) -> Payload:
+    """A backend field AUTO: aotirt.auto decides it as aotirt.compile does (candidates lowered, timed on this GPU with
+    the aotirt runtime, the fastest kept; several AUTO fields one stage after another), each candidate lowered through
+    this door (lower_fn, default _lower_to_payload) and written as a .pt2 to be timed. Returns the winner's payload,
+    its metadata holding every stage's aotirt_*_auto_* entries."""
+    from aotirt import auto
+    lower_fn = lower_fn or _lower_to_payload
+    if inputs is None:
+        inputs = example_inputs_of(lowering.import_torch(), edge_program, device_index)
+
+    def compile_fn(model, example_inputs, package_path, *, device, options, inductor_configs, dynamic_shapes):
+        return write_package(lower_fn(edge_program, options, device_index), package_path)
+
+    wdir = tempfile.mkdtemp(prefix="aotirt_executorch_auto_")
+    try:
+        path = auto.compile_auto_fields(edge_program, inputs, os.path.join(wdir, "auto.pt2"),
+                                        device=f"cuda:{device_index}", options=opts, compile_fn=compile_fn,
+                                        time_fn=time_fn, work_dir=os.path.join(wdir, "work"),
+                                        features_fn=lambda *a: platforms.model_features(edge_program.graph))
+        return payload_from_pt2(path, opts.method_name)
+    finally:
+        shutil.rmtree(wdir, ignore_errors=True)
+
+
+def lower_payload(edge_program: Any, opts: CompileOptions, device_index: int) -> Payload:
+    """The delegate's payload for these options: AUTO fields decided by timing (_auto_payload), else one lowering."""
+    if specs.auto_fields(opts):
+        return _auto_payload(edge_program, opts, device_index)
+    return _lower_to_payload(edge_program, opts, device_index)
+
+
 def payload_from_files(files: Any, opts: CompileOptions, key: str, called: set = frozenset()) -> Payload:
     """AOTInductor's output files (aot_compile with aot_inductor.package=True) -> Payload, after the shim check."""
     paths = [f for f in (files if isinstance(files, list) else [files]) if isinstance(f, str)]
@@ -207,7 +284,7 @@ if HAVE_EXECUTORCH:
         @classmethod
         def preprocess(cls, edge_program: Any, compile_specs: List["CompileSpec"]):
             opts, device_index = parse_compile_specs(compile_specs)
-            return build_preprocess_result(_lower_to_payload(edge_program, opts, device_index))
+            return build_preprocess_result(lower_payload(edge_program, opts, device_index))
 
     from executorch.backends.aoti.aoti_partitioner import AotiPartitioner as _PartitionerBase
 else:

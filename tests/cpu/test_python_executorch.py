@@ -335,3 +335,92 @@ def test_pte_method_reorders_and_refuses_split_graphs():
         ax.PteMethod(ax.Payload("forward", b"", None, {}, input_order=[None, 0], output_order=[0]), runner)
     with pytest.raises(ax.ExecuTorchError, match="do not come from the aotirt delegate"):
         ax.PteMethod(ax.Payload("forward", b"", None, {}, input_order=[0], output_order=[None]), runner)
+
+
+# ---- AUTO through the ExecuTorch door (the GPU steps faked: lowering, inputs, timing) ---------------------------------
+class _WrapperTimer:
+    """CudaGraphTimer stand-in: ms per candidate, read from the wrapper bytes the fake lowering wrote."""
+
+    def __init__(self, ms, use_graphs=True):
+        self.ms, self.order = ms, []
+
+    def __call__(self, path, example_inputs, device_index):
+        from aotirt import auto
+        with zipfile.ZipFile(path) as z:
+            so = z.read(next(n for n in z.namelist() if n.endswith(".wrapper.so"))).decode()
+        key = so.split("wrapper for ")[1]
+        self.order.append(key)
+        return auto.Measurement(ms=self.ms[key], method=auto.METHOD_GRAPH, device="Fake GPU")
+
+    def close(self):
+        pass
+
+
+def _auto_lowering(monkeypatch, ms, fields):
+    """Fakes the GPU steps of an AUTO lowering; returns (lowered: list of the candidates' field values, timer)."""
+    from aotirt import auto
+    lowered_with = []
+
+    def fake_lower(edge_program, opts, device_index):
+        key = "|".join(str(getattr(opts, f)) for f in fields)
+        lowered_with.append(key)
+        meta = dict(FAKE_META, **{f"aotirt_{f}": str(getattr(opts, f)) for f in fields})
+        return ax.Payload(opts.method_name, b"\x7fELF wrapper for " + key.encode(), FAKE_WEIGHTS, meta)
+
+    timer = _WrapperTimer(ms)
+    monkeypatch.setattr(auto, "CudaGraphTimer", lambda use_graphs=True: timer)
+    monkeypatch.setattr(ax, "_lower_to_payload", fake_lower)
+    monkeypatch.setattr(ax, "example_inputs_of", lambda torch, ep, device_index: (torch.randn(2, 8),))
+    return lowered_with, timer
+
+
+def _lower_pte(tmp_path, specs_):
+    import torch
+    from executorch.exir import to_edge_transform_and_lower
+    model, inputs = _model()
+    et = to_edge_transform_and_lower(torch.export.export(model, inputs),
+                                     partitioner=[ax.CudaPartitioner(specs_)]).to_executorch()
+    (tmp_path / "model.pte").write_bytes(et.buffer)
+    et.write_tensor_data_to_file(str(tmp_path))
+    return ax.read_payloads(str(tmp_path / "model.pte"))
+
+
+def test_gemm_auto_through_executorch_times_the_candidates_and_keeps_the_fastest(tmp_path, monkeypatch):
+    if not ax.HAVE_EXECUTORCH:
+        pytest.skip(f"executorch not importable: {ax.EXECUTORCH_IMPORT_ERROR}")
+    from aotirt import auto
+    lowered_with, timer = _auto_lowering(monkeypatch, {"TRITON": 0.5, "ATEN,TRITON": 0.3, "ATEN": 0.4},
+                                         ("max_autotune_gemm_backends",))
+    (payload,) = _lower_pte(tmp_path, [ax.CudaBackend.generate_method_name_compile_spec("forward"),
+                                       ax.CompileSpec("max_autotune_gemm_backends", b"AUTO")])
+    assert lowered_with == ["TRITON", "ATEN,TRITON", "ATEN"]  # each candidate lowered through this door, once
+    assert payload.so == b"\x7fELF wrapper for ATEN,TRITON" and payload.weights == FAKE_WEIGHTS
+    md = payload.metadata
+    assert md[auto.META_CHOICE] == "ATEN,TRITON" and md["aotirt_max_autotune_gemm_backends"] == "ATEN,TRITON"
+    assert json.loads(md[auto.META_TIMINGS]) == {"TRITON": 0.5, "ATEN,TRITON": 0.3, "ATEN": 0.4}
+    assert len(timer.order) == 9  # 3 rounds of 3 candidates
+
+
+def test_several_auto_fields_through_executorch_are_decided_in_stages(tmp_path, monkeypatch):
+    if not ax.HAVE_EXECUTORCH:
+        pytest.skip(f"executorch not importable: {ax.EXECUTORCH_IMPORT_ERROR}")
+    fields = ("max_autotune_gemm_backends", "attention_backend")
+    lowered_with, _ = _auto_lowering(monkeypatch, {
+        "TRITON|CUDNN,TRITON": 0.5, "ATEN,TRITON|CUDNN,TRITON": 0.4, "ATEN|CUDNN,TRITON": 0.45}, fields)
+    (payload,) = _lower_pte(tmp_path, [ax.CompileSpec("max_autotune_gemm_backends", b"auto"),
+                                       ax.CompileSpec("attention_backend", b"AUTO")])
+    # the model has no SDPA: the attention stage is skipped with the reason, keeping linux_cuda's default
+    assert lowered_with == ["TRITON|CUDNN,TRITON", "ATEN,TRITON|CUDNN,TRITON", "ATEN|CUDNN,TRITON"]
+    md = payload.metadata
+    assert payload.so.endswith(b"ATEN,TRITON|CUDNN,TRITON")
+    assert md["aotirt_attention_backend_auto_choice"] == "CUDNN,TRITON"
+    assert "no scaled_dot_product_attention" in md["aotirt_attention_backend_auto_skipped"]
+
+
+def test_auto_through_executorch_needs_static_shapes():
+    import torch
+    from torch.export import Dim
+    model, inputs = _model()
+    ep = torch.export.export(model, inputs, dynamic_shapes=({0: Dim("batch", min=2, max=64)},))
+    with pytest.raises(aotirt.SpecError, match="AUTO through ExecuTorch needs static input shapes; input 'x'"):
+        ax.example_inputs_of(torch, ep, 0)

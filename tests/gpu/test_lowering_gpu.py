@@ -250,3 +250,34 @@ def test_executorch_pte_end_to_end(tmp_path):
     assert len(got) == len(want)
     for g, w in zip(got, want):
         torch.testing.assert_close(g, w, **TOL["float32"])
+
+
+@requires_gpu
+def test_executorch_auto_gemm_backends_end_to_end(tmp_path):
+    """CompileSpec("max_autotune_gemm_backends", b"AUTO") through the ExecuTorch door: the three candidates lowered
+    through it and timed here, the fastest in the .pte, its AUTO metadata recorded, the method matching eager."""
+    from aotirt import auto
+    from aotirt import executorch as ax
+    if not ax.HAVE_EXECUTORCH:
+        pytest.skip(f"executorch not importable: {ax.EXECUTORCH_IMPORT_ERROR}")
+    from executorch.exir import to_edge_transform_and_lower
+    torch.manual_seed(0)
+    model = Small().cuda().eval()
+    with torch.no_grad():
+        ep = torch.export.export(model, small_inputs())
+    et = to_edge_transform_and_lower(ep, partitioner=[ax.CudaPartitioner([
+        ax.CompileSpec("max_autotune_gemm_backends", b"AUTO")])]).to_executorch()
+    (tmp_path / "model.pte").write_bytes(et.buffer)
+    et.write_tensor_data_to_file(str(tmp_path))
+    (payload,) = ax.read_payloads(str(tmp_path / "model.pte"))
+    md = payload.metadata
+    assert md[auto.META_CHOICE] in auto.CANDIDATES and md["aotirt_max_autotune_gemm_backends"] == md[auto.META_CHOICE]
+    assert set(json.loads(md[auto.META_TIMINGS])) == set(auto.CANDIDATES)
+    method = ax.load_pte(str(tmp_path / "model.pte"), workdir=str(tmp_path))
+    inputs = small_inputs()
+    with torch.no_grad():
+        want = model(*inputs)
+    got = method(*inputs)
+    torch.cuda.synchronize()
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w, **TOL["float32"])
