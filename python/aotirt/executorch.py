@@ -167,8 +167,7 @@ def _lower_to_payload(edge_program: Any, opts: CompileOptions, device_index: int
         lowering.rewrite_attention(torch, ep, opts)
         configs[specs.METADATA_KEY] = {**configs[specs.METADATA_KEY],
                                        "aotirt_inputs": lowering.input_specs_json(torch, ep)}
-        user_inputs = set(ep.graph_signature.user_inputs)
-        inputs = tuple(n.meta["val"] for n in ep.graph.nodes if n.op == "placeholder" and n.name in user_inputs)
+        inputs = tuple(val for _, val in lowering.user_input_values(ep))
         log.info("compiling method %s for %s with AOTInductor (max_autotune=%s, gemm backends %s, attention %s) ...",
                  opts.method_name, key, "ON" if opts.max_autotune else "OFF", opts.max_autotune_gemm_backends,
                  opts.attention_backend)
@@ -182,17 +181,13 @@ def example_inputs_of(torch: Any, edge_program: Any, device_index: int) -> tuple
     """Inputs to time AUTO's candidates with: per user input of the program, a tensor of its shape, dtype and strides
     on the lowering GPU (floating point: standard normal; integers and bool: zeros, valid as indices of any table).
     SpecError where a shape is symbolic (AUTO needs the shapes it will time)."""
-    user_inputs = set(edge_program.graph_signature.user_inputs)
     out = []
-    for node in edge_program.graph.nodes:
-        if node.op != "placeholder" or node.name not in user_inputs:
-            continue
-        val = node.meta.get("val")
+    for name, val in lowering.user_input_values(edge_program):
         if not isinstance(val, torch.Tensor):
-            raise SpecError(f"AUTO through ExecuTorch times tensors, but input {node.name!r} is {type(val).__name__}; "
+            raise SpecError(f"AUTO through ExecuTorch times tensors, but input {name!r} is {type(val).__name__}; "
                             f"choose the backend fields yourself")
         if any(isinstance(d, torch.SymInt) for d in (*val.shape, *val.stride())):
-            raise SpecError(f"AUTO through ExecuTorch needs static input shapes; input {node.name!r} has shape "
+            raise SpecError(f"AUTO through ExecuTorch needs static input shapes; input {name!r} has shape "
                             f"{tuple(val.shape)}: choose the backend fields yourself")
         shape, stride = [int(d) for d in val.shape], [int(d) for d in val.stride()]
         extent = 1 + sum((n - 1) * s for n, s in zip(shape, stride)) if all(shape) else 0

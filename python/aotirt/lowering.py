@@ -226,15 +226,17 @@ _C10_CODES = {"uint8": 0, "int8": 1, "int16": 2, "int32": 3, "int64": 4, "float1
               "bool": 11, "bfloat16": 15}
 
 
+def user_input_values(ep) -> list:
+    """(name, meta["val"]) of each user input placeholder of an ExportedProgram, in the program's order."""
+    user_inputs = set(ep.graph_signature.user_inputs)
+    return [(n.name, n.meta.get("val")) for n in ep.graph.nodes if n.op == "placeholder" and n.name in user_inputs]
+
+
 def input_specs_json(torch, ep) -> str:
     """JSON list of {dtype, shape, strides} per user input (-1 for symbolic sizes/strides), recorded in the package
     metadata as "aotirt_inputs": the generated code trusts its inputs, so the runtime checks them against this."""
-    user_inputs = set(ep.graph_signature.user_inputs)
     specs = []
-    for node in ep.graph.nodes:
-        if node.op != "placeholder" or node.name not in user_inputs:
-            continue
-        val = node.meta.get("val")
+    for _, val in user_input_values(ep):
         if not isinstance(val, torch.Tensor):
             specs.append({"dtype": -1, "shape": [], "strides": []})
             continue

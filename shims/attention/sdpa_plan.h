@@ -28,10 +28,7 @@ namespace attention {
 enum class SdpaOp { kFlash, kEfficient, kCudnn };
 const char* SdpaOpName(SdpaOp op);
 
-struct TensorMeta {
-  DType dtype = DType::kFloat16;
-  std::vector<int64_t> sizes, strides;
-};
+using TensorMeta = aotirt::TensorMeta;  // shims/tensor/dtype.h
 
 struct SdpaArgs {
   SdpaOp op = SdpaOp::kFlash;

@@ -18,13 +18,7 @@ namespace {
 
 using Owned = std::unique_ptr<Tensor>;
 
-TensorMeta Meta(const Tensor& t) {
-  TensorMeta m;
-  m.dtype = t.dtype();
-  m.sizes = t.sizes();
-  m.strides = t.strides();
-  return m;
-}
+TensorMeta Meta(const Tensor& t) { return MetaOf(t); }
 
 void CheckDevice(const char* fn, const Tensor& q, const Tensor& t, const char* name) {
   AOTIRT_CHECK(t.is_cuda(), fn, name, " is on ", DeviceName(t.device_type(), t.device_index()),

@@ -21,10 +21,7 @@
 namespace aotirt {
 namespace convolution {
 
-struct Meta {
-  DType dtype = DType::kFloat32;
-  std::vector<int64_t> sizes, strides;
-};
+using Meta = TensorMeta;  // shims/tensor/dtype.h
 
 struct ConvArgs {
   Meta input, weight;

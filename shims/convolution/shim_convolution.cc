@@ -24,13 +24,7 @@ namespace fe = cudnn_frontend;
 enum Uid : int64_t { kX = 1, kW, kY, kBias };
 constexpr const char* kHint = " (compile with max_autotune_conv_backends=TRITON to use Triton convolutions instead)";
 
-Meta ToMeta(const Tensor& t) {
-  Meta m;
-  m.dtype = t.dtype();
-  m.sizes = t.sizes();
-  m.strides = t.strides();
-  return m;
-}
+Meta ToMeta(const Tensor& t) { return MetaOf(t); }
 
 std::vector<int64_t> Array(const char* fn, const char* name, const int64_t* p, int64_t n) {
   AOTIRT_CHECK(n >= 0 && (n == 0 || p != nullptr), fn, name, " is null or has a negative length (", n, ")");

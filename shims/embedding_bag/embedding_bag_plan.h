@@ -28,10 +28,7 @@
 namespace aotirt {
 namespace embedding_bag {
 
-struct Meta {
-  DType dtype = DType::kFloat32;
-  std::vector<int64_t> sizes, strides;
-};
+using Meta = TensorMeta;  // shims/tensor/dtype.h
 
 struct EmbeddingBagPlan {
   int64_t rows = 0, dim = 0;          // weight [rows, dim]

@@ -17,11 +17,7 @@ namespace embedding_bag {
 namespace {
 
 const Tensor* Operand(const char* fn, AtenTensorHandle h, const char* what, Meta* m) {
-  const Tensor* t = FromHandle(h, fn, what);
-  m->dtype = t->dtype();
-  m->sizes = t->sizes();
-  m->strides = t->strides();
-  return t;
+  return FromHandleMeta(h, fn, what, m);
 }
 
 Scalar ScalarOf(DType d) {

@@ -21,10 +21,7 @@
 namespace aotirt {
 namespace int4 {
 
-struct Meta {
-  DType dtype = DType::kBFloat16;
-  std::vector<int64_t> sizes, strides;
-};
+using Meta = TensorMeta;  // shims/tensor/dtype.h
 
 struct Int4MmPlan {
   int64_t m = 0, n = 0, k = 0;

@@ -33,11 +33,7 @@ bool CublasLtLoads(const char* fn) {
 }
 
 const Tensor* Operand(const char* fn, AtenTensorHandle h, const char* what, Meta* m) {
-  const Tensor* t = FromHandle(h, fn, what);
-  m->dtype = t->dtype();
-  m->sizes = t->sizes();
-  m->strides = t->strides();
-  return t;
+  return FromHandleMeta(h, fn, what, m);
 }
 
 void Int4Mm(const char* fn, AtenTensorHandle self, AtenTensorHandle mat2, int64_t group_size,

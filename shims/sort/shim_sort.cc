@@ -33,13 +33,7 @@ class Workspace {
   void* ptr_;
 };
 
-const Tensor* Self(const char* fn, AtenTensorHandle self, Meta* m) {
-  const Tensor* x = FromHandle(self, fn, "self");
-  m->dtype = x->dtype();
-  m->sizes = x->sizes();
-  m->strides = x->strides();
-  return x;
-}
+const Tensor* Self(const char* fn, AtenTensorHandle self, Meta* m) { return FromHandleMeta(self, fn, "self", m); }
 
 // After planning (every argument refusal first, as on a CPU machine), before any allocation.
 void Run(const char* fn, const Tensor& x, const SortPlan& p, AtenTensorHandle* ret0, AtenTensorHandle* ret1) {

@@ -21,10 +21,7 @@
 namespace aotirt {
 namespace sort {
 
-struct Meta {
-  DType dtype = DType::kFloat32;
-  std::vector<int64_t> sizes, strides;
-};
+using Meta = TensorMeta;  // shims/tensor/dtype.h
 
 struct SortPlan {
   DType dtype = DType::kFloat32;

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace aotirt {
 
@@ -30,6 +31,12 @@ bool IsSupportedDType(int32_t code);
 int64_t ElementSize(DType dtype);
 const char* DTypeName(int32_t code);
 std::string DeviceName(int32_t device_type, int32_t device_index);
+
+// A tensor's metadata, what the shims' planners decide from (portable: no Tensor, no CUDA).
+struct TensorMeta {
+  DType dtype = DType::kFloat32;
+  std::vector<int64_t> sizes, strides;
+};
 
 }  // namespace aotirt
 #endif  // AOTIRT_TENSOR_DTYPE_H_

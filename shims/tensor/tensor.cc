@@ -69,6 +69,20 @@ Tensor* FromHandle(AtenTensorHandle h, const char* fn, const char* arg) {
   return t;
 }
 
+TensorMeta MetaOf(const Tensor& t) {
+  TensorMeta m;
+  m.dtype = t.dtype();
+  m.sizes = t.sizes();
+  m.strides = t.strides();
+  return m;
+}
+
+const Tensor* FromHandleMeta(AtenTensorHandle h, const char* fn, const char* arg, TensorMeta* meta) {
+  const Tensor* t = FromHandle(h, fn, arg);
+  *meta = MetaOf(*t);
+  return t;
+}
+
 int64_t RequiredStorageElements(const char* fn, int64_t ndim, const int64_t* sizes, const int64_t* strides) {
   AOTIRT_CHECK(ndim >= 0 && ndim <= 64, fn, "ndim must be in [0, 64], got ", ndim);
   AOTIRT_CHECK(ndim == 0 || sizes != nullptr, fn, "sizes_ptr is null for ndim ", ndim);

@@ -76,6 +76,9 @@ class Tensor {
 
 // Handle conversion with validation: the message names fn and the argument.
 Tensor* FromHandle(AtenTensorHandle h, const char* fn, const char* arg);
+// The planners' view of a tensor (dtype.h), and FromHandle that also fills it.
+TensorMeta MetaOf(const Tensor& t);
+const Tensor* FromHandleMeta(AtenTensorHandle h, const char* fn, const char* arg, TensorMeta* meta);
 inline AtenTensorHandle ToHandle(Tensor* t) { return reinterpret_cast<AtenTensorHandle>(t); }
 
 // Validates ndim/sizes/strides (non-negative, no int64 overflow) and returns the number of elements a storage must
