@@ -43,14 +43,7 @@ void EmbeddingBag(const char* fn, AtenTensorHandle weight_h, AtenTensorHandle in
     psw = Operand(fn, *per_sample_weights_h, "per_sample_weights", &mp);
   const EmbeddingBagPlan p =
       PlanEmbeddingBag(fn, mw, mi, mo, mode, psw != nullptr ? &mp : nullptr, include_last_offset != 0, padding_idx);
-  for (const Tensor* t : {weight, indices, offsets, psw}) {
-    if (t == nullptr) continue;
-    AOTIRT_CHECK(t->is_cuda(), fn, "an operand is on ", DeviceName(t->device_type(), t->device_index()),
-                 "; this shim takes CUDA tensors");
-    AOTIRT_CHECK(t->device_index() == weight->device_index(), fn, "the operands are on different GPUs (",
-                 weight->device_index(), " and ", t->device_index(), ")");
-  }
-  const int32_t dev = weight->device_index();
+  const int32_t dev = CheckCudaOperands(fn, {weight, indices, offsets, psw});
   gpu::DeviceGuard guard(fn, dev);
   auto make = [&](DType d, const std::vector<int64_t>& sizes) {
     return std::unique_ptr<Tensor>(gpu::NewDeviceTensor(fn, dev, d, sizes, ContiguousStrides(sizes)));

@@ -44,13 +44,7 @@ void Int4Mm(const char* fn, AtenTensorHandle self, AtenTensorHandle mat2, int64_
   const Tensor* b = Operand(fn, mat2, "mat2", &mb);
   const Tensor* s = Operand(fn, scales_and_zeros, "qScaleAndZeros", &ms);
   const Int4MmPlan p = PlanInt4Mm(fn, ma, mb, group_size, ms);
-  for (const Tensor* t : {a, b, s}) {
-    AOTIRT_CHECK(t->is_cuda(), fn, "an operand is on ", DeviceName(t->device_type(), t->device_index()),
-                 "; this shim takes CUDA tensors");
-    AOTIRT_CHECK(t->device_index() == a->device_index(), fn, "the operands are on different GPUs (",
-                 a->device_index(), " and ", t->device_index(), ")");
-  }
-  const int32_t dev = a->device_index();
+  const int32_t dev = CheckCudaOperands(fn, {a, b, s});
   gpu::DeviceGuard guard(fn, dev);
   std::unique_ptr<Tensor> out(gpu::NewDeviceTensor(fn, dev, DType::kBFloat16, p.out_sizes, p.out_strides));
   if (!p.empty) {

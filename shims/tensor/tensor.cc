@@ -83,6 +83,19 @@ const Tensor* FromHandleMeta(AtenTensorHandle h, const char* fn, const char* arg
   return t;
 }
 
+int32_t CheckCudaOperands(const char* fn, std::initializer_list<const Tensor*> operands) {
+  const Tensor* first = nullptr;
+  for (const Tensor* t : operands) {
+    if (t == nullptr) continue;
+    AOTIRT_CHECK(t->is_cuda(), fn, "an operand is on ", DeviceName(t->device_type(), t->device_index()),
+                 "; this shim takes CUDA tensors");
+    if (first == nullptr) first = t;
+    AOTIRT_CHECK(t->device_index() == first->device_index(), fn, "the operands are on different GPUs (",
+                 first->device_index(), " and ", t->device_index(), ")");
+  }
+  return first != nullptr ? first->device_index() : 0;
+}
+
 int64_t RequiredStorageElements(const char* fn, int64_t ndim, const int64_t* sizes, const int64_t* strides) {
   AOTIRT_CHECK(ndim >= 0 && ndim <= 64, fn, "ndim must be in [0, 64], got ", ndim);
   AOTIRT_CHECK(ndim == 0 || sizes != nullptr, fn, "sizes_ptr is null for ndim ", ndim);

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <vector>
@@ -79,6 +80,9 @@ Tensor* FromHandle(AtenTensorHandle h, const char* fn, const char* arg);
 // The planners' view of a tensor (dtype.h), and FromHandle that also fills it.
 TensorMeta MetaOf(const Tensor& t);
 const Tensor* FromHandleMeta(AtenTensorHandle h, const char* fn, const char* arg, TensorMeta* meta);
+// Every operand (nulls skipped) on a CUDA device, all on the first one's; returns that device index. Throws ShimError:
+// "an operand is on cpu; this shim takes CUDA tensors", "the operands are on different GPUs (0 and 1)".
+int32_t CheckCudaOperands(const char* fn, std::initializer_list<const Tensor*> operands);
 inline AtenTensorHandle ToHandle(Tensor* t) { return reinterpret_cast<AtenTensorHandle>(t); }
 
 // Validates ndim/sizes/strides (non-negative, no int64 overflow) and returns the number of elements a storage must
