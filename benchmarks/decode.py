@@ -499,6 +499,18 @@ def dynamic_shapes(bufs: dict):
     return ({1: t}, {0: t}, tuple(None for _ in bufs["caches"]))
 
 
+def package_key(cfg: dict, dtype: torch.dtype, opts) -> str:
+    """The package cache's key: the model config, the dtype, and a hash of what the lowering will be given (the
+    resolved Inductor options for linux CUDA, aotirt's version among their metadata), so a cached package compiled
+    under other defaults (e.g. before coordinate_descent_tuning was on) is never reused."""
+    import hashlib
+
+    from aotirt import specs
+    lowering = specs.inductor_options(opts, target="cuda")
+    digest = hashlib.sha256(json.dumps(lowering, sort_keys=True, default=str).encode()).hexdigest()[:12]
+    return "_".join(f"{k}{cfg[k]}" for k in sorted(cfg)) + f"_{dtype}".replace("torch.", "") + f"_{digest}"
+
+
 def aotirt_decoder(model, bufs, work: str, cache_dir: str | None = None, options: dict | None = None,
                    dynamic: bool = False) -> tuple:
     """The aotirt runtime's prefill and decode step, lowered with CompileOptions(**options) (empty: the platform's
@@ -511,9 +523,7 @@ def aotirt_decoder(model, bufs, work: str, cache_dir: str | None = None, options
     c = bufs["caches"]
     info = {}
     runners = {}
-    cfg = model.c
-    key = "_".join(f"{k}{cfg[k]}" for k in sorted(cfg)) + f"_{c[0].dtype}".replace("torch.", "") \
-        + "".join(f"_{k}_{str(v).replace(',', '_')}" for k, v in sorted(options.items()))
+    key = package_key(model.c, c[0].dtype, opts)
     calls = (("prefill", bufs["ids_p"], bufs["pos_p"]), ("decode", bufs["ids_d"], bufs["pos_d"]))
     for name, ids, pos in (calls[:1] if dynamic else calls):
         # cached per model config, dtype and shapes (a stale package for other shapes is compiled again)

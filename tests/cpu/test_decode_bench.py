@@ -213,3 +213,18 @@ def test_markdown_compares_int4_rows_with_int4_torch_compile():
     md = decode.markdown(res)
     assert "| aotirt_int4 | 1.000 | 0.200 | - | - | 5000 | 1.25x | 4/4 |" in md
     assert "| eager_int4 | 3.000 | 1.000 | - | - | 1000 | 0.25x | reference |" in md
+
+
+def test_package_key_follows_what_the_lowering_is_given():
+    import aotirt
+    c = decode.CONFIGS["tiny"]
+    base = decode.package_key(c, torch.bfloat16, aotirt.CompileOptions())
+    assert base.startswith("eps1e-05_head_dim16_heads4") and "_bfloat16_" in base
+    assert base == decode.package_key(c, torch.bfloat16, aotirt.CompileOptions())
+    others = {decode.package_key(c, torch.bfloat16, aotirt.CompileOptions(**o))
+              for o in decode.AOTIRT_OPTIONS.values() if o}
+    assert base not in others and len(others) == len([o for o in decode.AOTIRT_OPTIONS.values() if o])
+    # an option left at its default and the same value given explicitly lower alike: one package
+    assert decode.package_key(c, torch.bfloat16, aotirt.CompileOptions(coordinate_descent_tuning=True)) == base
+    assert decode.package_key(c, torch.float32, aotirt.CompileOptions()) != base
+    assert decode.package_key(dict(c, layers=3), torch.bfloat16, aotirt.CompileOptions()) != base
