@@ -47,12 +47,12 @@ class Int4(Shims):
         super().__init__(path)
         H = ctypes.c_void_p
         self.L.aoti_torch_cuda__weight_int4pack_mm.argtypes = [H, H, ctypes.c_int64, H, ctypes.POINTER(H)]
+        self.L.aoti_torch_copy_.argtypes = [H, H, ctypes.c_int32]
 
     def fn(self, x, packed, group, sz, out):
         """A call of the shim that copies its result into `out` (torch's tensor) and frees the shim's output."""
         hs = [self.wrap(t) for t in (x, packed, sz)]
         oh = self.wrap(out)
-        self.L.aoti_torch_copy_.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32]
 
         def call(copy: bool = False):
             r = ctypes.c_void_p()

@@ -235,11 +235,16 @@ def test_executorch_pte_end_to_end(tmp_path):
         ax.CudaBackend.generate_method_name_compile_spec("forward"),
         ax.CompileSpec("max_autotune_gemm_backends", b"ATEN,TRITON"),
     ])]).to_executorch()
+    _write_pte_and_check_it_matches_eager(ax, et, model, tmp_path)
+    pt2 = ax.extract_package(str(tmp_path / "model.pte"), str(tmp_path / "model.pt2"))
+    assert _metadata(pt2)["aotirt_max_autotune_gemm_backends"] == "ATEN,TRITON"
+
+
+def _write_pte_and_check_it_matches_eager(ax, et, model, tmp_path):
+    """Writes the .pte (+ .ptd) into tmp_path and runs its method on the aotirt runtime against eager."""
     (tmp_path / "model.pte").write_bytes(et.buffer)
     et.write_tensor_data_to_file(str(tmp_path))
     assert (tmp_path / "aotirt_cuda_blob.ptd").exists()
-    pt2 = ax.extract_package(str(tmp_path / "model.pte"), str(tmp_path / "model.pt2"))
-    assert _metadata(pt2)["aotirt_max_autotune_gemm_backends"] == "ATEN,TRITON"
     # The method's inputs in the method's order: load_pte maps them to the delegate's order (which may differ).
     method = ax.load_pte(str(tmp_path / "model.pte"), workdir=str(tmp_path))
     inputs = small_inputs()
@@ -267,17 +272,8 @@ def test_executorch_auto_gemm_backends_end_to_end(tmp_path):
         ep = torch.export.export(model, small_inputs())
     et = to_edge_transform_and_lower(ep, partitioner=[ax.CudaPartitioner([
         ax.CompileSpec("max_autotune_gemm_backends", b"AUTO")])]).to_executorch()
-    (tmp_path / "model.pte").write_bytes(et.buffer)
-    et.write_tensor_data_to_file(str(tmp_path))
+    _write_pte_and_check_it_matches_eager(ax, et, model, tmp_path)
     (payload,) = ax.read_payloads(str(tmp_path / "model.pte"))
     md = payload.metadata
     assert md[auto.META_CHOICE] in auto.CANDIDATES and md["aotirt_max_autotune_gemm_backends"] == md[auto.META_CHOICE]
     assert set(json.loads(md[auto.META_TIMINGS])) == set(auto.CANDIDATES)
-    method = ax.load_pte(str(tmp_path / "model.pte"), workdir=str(tmp_path))
-    inputs = small_inputs()
-    with torch.no_grad():
-        want = model(*inputs)
-    got = method(*inputs)
-    torch.cuda.synchronize()
-    for g, w in zip(got, want):
-        torch.testing.assert_close(g, w, **TOL["float32"])
