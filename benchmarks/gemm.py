@@ -36,7 +36,7 @@ M_VALUES = [1, 8, 64, 256, 1024, 4096]
 NK = [(768, 768), (3072, 768), (768, 3072), (4096, 4096), (14336, 4096)]  # (N, K): BERT-base and Llama-8B layers
 BMM_BATCH = 8
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
-CODES = {torch.float32: 6, torch.float16: 5, torch.bfloat16: 15}
+CODES = {torch.float32: 6, torch.float16: 5, torch.bfloat16: 15, torch.int32: 3}
 
 
 class Shims:

@@ -523,13 +523,15 @@ def test_the_int4_shim_is_linux_cuda_and_allowed_since_its_gpu_tests_passed(man)
     assert name in platforms.supported_shims("windows_cuda", man) and name not in platforms.supported_shims("rocm", man)
 
 
-def test_the_embedding_bag_shims_are_cuda_and_unverified_until_their_gpu_tests_pass(man):
+def test_the_embedding_bag_shims_are_cuda_and_allowed_since_their_gpu_tests_passed(man):
     names = {"aoti_torch_cuda__embedding_bag", "aoti_torch_cuda__embedding_bag_forward_only"}
     for name in names:
         assert man.platforms_of[name] == {"linux_cuda", "windows_cuda"}
-    # When tests/gpu/test_embedding_bag_shims.py has passed on the H200 (tests/gpu/LAST_RUN.md), drop the notes'
-    # "unverified" and flip this: lowering may then call the shims.
-    assert names <= platforms.unverified_shims(man) and not names & platforms.supported_shims("linux_cuda", man)
-    with pytest.raises(aotirt.UnsupportedShimError, match="aoti_torch_cuda__embedding_bag is in the shim library but "
-                       "not yet allowed: aoti_torch_cuda__embedding_bag: unverified"):
-        platforms.check_shims({"aoti_torch_cuda__embedding_bag"}, "linux_cuda", man)
+    # tests/gpu/test_embedding_bag_shims.py passed on the H200 at bb75b2c (tests/gpu/LAST_RUN.md): the notes are no
+    # longer "unverified", so lowering may call the shims where the build exports them, and nowhere else.
+    assert not names & platforms.unverified_shims(man)
+    assert names <= platforms.supported_shims("linux_cuda", man) and names <= platforms.supported_shims("windows_cuda", man)
+    assert not names & platforms.supported_shims("rocm", man)
+    platforms.check_shims(names, "linux_cuda", man)
+    with pytest.raises(aotirt.UnsupportedShimError, match="aoti_torch_cuda__embedding_bag"):
+        platforms.check_shims({"aoti_torch_cuda__embedding_bag"}, "rocm", man)

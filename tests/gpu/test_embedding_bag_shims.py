@@ -4,8 +4,8 @@ float16, bfloat16, float64) and strides (a transposed weight view), int32/int64 
 too), empty bags, include_last_offset, padding_idx, per_sample_weights. Every output is compared: the bags' values
 (float32 and float64 bit for bit: the same per-bag loop order; half types within one rounding), offset2bag and the
 first `bags` entries of bag_size exactly, max_indices exactly; sizes, strides and dtypes as torch's. Called through
-ctypes on the shim library named by $AOTIRT_SHIM_LIB. Until these pass on the H200 the manifest keeps the shims out of
-lowering (note "unverified")."""
+ctypes on the shim library named by $AOTIRT_SHIM_LIB. Until these passed on the H200 (bb75b2c) the manifest kept the
+shims out of lowering (note "unverified")."""
 import ctypes
 import os
 import random
