@@ -470,6 +470,7 @@ NO_SPEC_FAMILIES = {
                                                "aten._weight_int4pack_mm (int4 weight-only quantization)"),
     ("aoti_torch_cuda__embedding_bag", "aoti_torch_cuda__embedding_bag_forward_only"): (
         "embedding bags, a CUDA kernel", "nn.EmbeddingBag / F.embedding_bag"),
+    ("aoti_torch_cuda_histc",): ("histograms, a CUDA kernel", "torch.histc (e.g. transformers' MoE expert counts)"),
 }
 
 

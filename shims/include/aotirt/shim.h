@@ -202,6 +202,10 @@ AOTIRT_EXPORT AOTITorchError aoti_torch_cuda__embedding_bag_forward_only(
     int64_t padding_idx, AtenTensorHandle* ret0, AtenTensorHandle* ret1, AtenTensorHandle* ret2,
     AtenTensorHandle* ret3);
 
+// torch.histc on CUDA (shims/histc): bins counts of self's values in [min, max], in self's dtype.
+AOTIRT_EXPORT AOTITorchError aoti_torch_cuda_histc(AtenTensorHandle self, int64_t bins, double min, double max,
+                                                   AtenTensorHandle* ret0);
+
 // ---- this library's own API
 // The message of this thread's last failed call ("" if none). Borrowed; valid until the next failing call.
 AOTIRT_EXPORT const char* aotirt_last_error(void);

@@ -31,6 +31,8 @@ CUB_SHIMS = ("aoti_torch_cuda_sort", "aoti_torch_cuda_sort_stable", "aoti_torch_
 INT4_SHIMS = ("aoti_torch_cuda__weight_int4pack_mm",)
 # Our CUDA kernel (shims/embedding_bag), not built for ROCm: Linux and Windows CUDA.
 EMBEDDING_BAG_SHIMS = ("aoti_torch_cuda__embedding_bag", "aoti_torch_cuda__embedding_bag_forward_only")
+# Our CUDA kernels (shims/histc), not built for ROCm: Linux and Windows CUDA.
+HISTC_SHIMS = ("aoti_torch_cuda_histc",)
 
 
 def test_the_parser_is_the_packages_own():
@@ -83,7 +85,7 @@ def test_gemm_shims_are_linux_cuda_only(entries):
     for e in entries:
         if GEMM_SETTINGS_RE.match(e.name) or e.name in SDPA_SHIMS + CUDNN_ONLY:
             assert e.platforms == frozenset({"linux_cuda"}), (e.name, sorted(e.platforms))
-        elif e.name in CUB_SHIMS + INT4_SHIMS + EMBEDDING_BAG_SHIMS:
+        elif e.name in CUB_SHIMS + INT4_SHIMS + EMBEDDING_BAG_SHIMS + HISTC_SHIMS:
             assert e.platforms == frozenset({"linux_cuda", "windows_cuda"}), (e.name, sorted(e.platforms))
         elif not GEMM_RE.match(e.name):
             assert e.platforms == frozenset(manifest.PLATFORMS), (e.name, sorted(e.platforms))
