@@ -68,7 +68,8 @@ def _values(rng, g, dtype, n):
 def _layout(rng, v):
     """v as a 0-d, 1-D or strided / transposed multi-dimensional CUDA tensor with the same multiset of values."""
     n = v.numel()
-    kind = rng.choice(["flat", "flat", "2d", "t", "strided", "3d"]) if n > 1 else rng.choice(["flat", "0d"])
+    kind = (rng.choice(["flat", "flat", "2d", "t", "strided", "3d"]) if n > 1 else
+            rng.choice(["flat", "0d"]) if n == 1 else "flat")
     v = v.cuda()
     if kind == "0d":
         return v.reshape(())
