@@ -306,6 +306,24 @@ def collect_shim_calls(key: str, manifest: platforms.Manifest | None = None) -> 
             return orig(*args, **kwargs)
         return classmethod(lambda cls, *a, **k: hooked(*a, **k))
 
+    def triton_for_grouped_mm(orig):
+        # the grouped-GEMM lowering asks for its Triton template as if TRITON were among the GEMM backends
+        def hooked(*args, **kwargs):
+            backends = inductor_config.max_autotune_gemm_backends
+            if "TRITON" in backends.upper().split(","):
+                return orig(*args, **kwargs)
+            with inductor_config.patch(max_autotune_gemm_backends=f"{backends},TRITON"):
+                return orig(*args, **kwargs)
+        return hooked
+
+    if platforms.GROUPED_MM_SHIM not in platforms.supported_shims(key, manifest):
+        # Inductor's grouped-GEMM lowering offers its ATen fallback whenever ATEN is among the GEMM backends and its
+        # Triton template only when TRITON is; no build has the fallback's shim, so the template is always offered
+        # and the fallback never (platforms.check_grouped_mm refused what the template cannot take)
+        from torch._inductor import config as inductor_config
+        from torch._inductor.kernel import mm_grouped
+        patch(mm_grouped, "use_aten_gemm_kernels", lambda orig: lambda: False)
+        patch(mm_grouped, "use_triton_template", triton_for_grouped_mm)
     patch(CppWrapperCpu, "generate_c_shim_extern_kernel_call", extern_call)
     patch(CppWrapperCpu, "generate_fallback_kernel_with_runtime_lookup_aot", runtime_lookup)
     patch(AotCodeCompiler, "compile", aot_code_compile)
@@ -319,7 +337,12 @@ def collect_shim_calls(key: str, manifest: platforms.Manifest | None = None) -> 
 def compile_failure(e: BaseException, what: str) -> LoweringError:
     """Inductor's exception as a LoweringError, with what to change where we know it."""
     msg = f"{what} failed: {type(e).__name__}: {e}"
-    if "NoValidChoicesError" in msg:
+    if "NoValidChoicesError" in msg and "grouped_mm" in msg:
+        msg = (f"{what} failed: Inductor found no kernel choice for a grouped GEMM (aten._grouped_mm; "
+               f"NoValidChoicesError). Its Triton template, the only choice aotirt can run (no build has the ATen "
+               f"fallback's shim {platforms.GROUPED_MM_SHIM}), takes static shapes with no zero-sized dimension: "
+               f"export the MoE layer with static shapes. Inductor said: {type(e).__name__}: {e}")
+    elif "NoValidChoicesError" in msg:
         msg = (f"{what} failed: Inductor found no kernel choice for a GEMM or convolution (NoValidChoicesError). "
                f"With max_autotune_gemm_backends='TRITON' this happens where Triton templates are off (GPUs with "
                f"fewer than 68 SMs, some dtypes): use max_autotune_gemm_backends='ATEN,TRITON' (linux_cuda only). "

@@ -239,11 +239,20 @@ class ModelFeatures:
     gemms: tuple = ()  # op names of matmul-like nodes
     convolutions: tuple = ()  # op names of convolution nodes
     attention: tuple = ()  # per SDPA node: (op name, dtype name, q head dim, v head dim, dropout_p); dims None if symbolic
+    grouped_mm: tuple = ()  # per aten._grouped_mm node (MoE experts): (dtype name, has a bias)
 
 
 _GEMM_OPS = ("mm", "addmm", "bmm", "baddbmm", "matmul", "linear", "_int_mm", "einsum", "addbmm", "addmv", "mv")
 _CONV_OPS = ("convolution", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
              "conv_transpose3d", "_convolution")
+# Grouped GEMMs (transformers' MoE experts call torch.nn.functional.grouped_mm = aten._grouped_mm). No aotirt build
+# has their ATen fallback's shim; Inductor's Triton grouped-GEMM template (torch/_inductor/kernel/mm_grouped.py) runs
+# them inside the package, with max_autotune on, CUDA compute capability 9.0+, a big GPU, no bias and static shapes
+# (its use_triton_template, can_use_triton_kernel and _is_static_problem). The lowering offers that template for them
+# whatever max_autotune_gemm_backends says, and never their fallback (lowering.collect_shim_calls).
+GROUPED_MM_OPS = ("_grouped_mm",)
+GROUPED_MM_SHIM = "aoti_torch_cuda__grouped_mm"
+GROUPED_MM_MIN_CAPABILITY = (9, 0)
 
 
 def op_name(target) -> str:
@@ -288,12 +297,14 @@ def attention_call(name: str, node) -> tuple | None:
 def model_features(graph) -> ModelFeatures:
     """Finds GEMMs, convolutions and SDPA calls among the call_function nodes of an fx graph (an ExportedProgram's
     .graph)."""
-    gemms, convs, attention = set(), set(), []
+    gemms, convs, attention, grouped = set(), set(), [], []
     for node in graph.nodes:
         if node.op != "call_function":
             continue
         name = op_name(node.target)
-        if name in _GEMM_OPS:
+        if name in GROUPED_MM_OPS:
+            grouped.append(grouped_mm_call(node))
+        elif name in _GEMM_OPS:
             gemms.add(name)
         elif name in _CONV_OPS:
             convs.add(name)
@@ -301,7 +312,15 @@ def model_features(graph) -> ModelFeatures:
             call = attention_call(name, node)
             if call is not None:
                 attention.append(call)
-    return ModelFeatures(tuple(sorted(gemms)), tuple(sorted(convs)), tuple(attention))
+    return ModelFeatures(tuple(sorted(gemms)), tuple(sorted(convs)), tuple(attention), tuple(grouped))
+
+
+def grouped_mm_call(node) -> tuple:
+    """(dtype name, has a bias) of an aten._grouped_mm node: _grouped_mm(self, mat2, offs=None, bias=None, ...)."""
+    val = node.args[0].meta.get("val") if node.args and hasattr(node.args[0], "meta") else None
+    dtype = str(getattr(val, "dtype", "unknown")).replace("torch.", "")
+    bias = node.kwargs.get("bias", node.args[3] if len(node.args) > 3 else None)
+    return (dtype, bias is not None)
 
 
 def attention_problems(call: tuple, backend: str) -> list:
@@ -353,8 +372,35 @@ def check_attention(opts, features: ModelFeatures) -> None:
             + (" (SDPA decomposed into Triton kernels and GEMMs)" if backend != "CUDNN" else ""), [])
 
 
+def check_grouped_mm(opts, features: ModelFeatures, key: str, manifest: Manifest | None = None) -> None:
+    """Refuses, before Inductor runs, grouped GEMMs (aten._grouped_mm) that would reach their ATen fallback, whose
+    shim no aotirt build has: Inductor offers only that fallback with max_autotune OFF, with a bias, and on ROCm
+    (GROUPED_MM_OPS). Otherwise the lowering runs them on Inductor's Triton template, whatever the GEMM backends
+    (lowering.collect_shim_calls); check_gpu refuses GPUs below 9.0 and small ones."""
+    if not features.grouped_mm or GROUPED_MM_SHIM in supported_shims(key, manifest):
+        return
+    opts = with_platform_defaults(opts, key)
+    n = len(features.grouped_mm)
+    what = (f"the model has {n} grouped GEMM{'s' if n > 1 else ''} (aten._grouped_mm, e.g. transformers' MoE "
+            f"experts)")
+    how = (f"Inductor's Triton grouped-GEMM template runs them (max_autotune=ON, on a CUDA GPU of compute capability "
+           f"9.0+, whatever max_autotune_gemm_backends says); the ATen fallback {GROUPED_MM_SHIM} is in no aotirt "
+           f"shim library")
+    if key == "rocm":
+        raise UnsupportedShimError(f"{what}: {how}, and Inductor offers that template on CUDA only: lower this model "
+                                   f"for linux_cuda or windows_cuda", [GROUPED_MM_SHIM])
+    if any(bias for _, bias in features.grouped_mm):
+        raise UnsupportedShimError(f"{what}, one with a bias, which Inductor's Triton grouped-GEMM template does not "
+                                   f"take, so it would call the ATen fallback {GROUPED_MM_SHIM}, which is in no "
+                                   f"aotirt shim library: add the bias after the grouped GEMM", [GROUPED_MM_SHIM])
+    if not opts.max_autotune:
+        raise UnsupportedShimError(f"{what}; with max_autotune=OFF Inductor lowers them to the ATen fallback: {how}",
+                                   [GROUPED_MM_SHIM])
+
+
 def check_model(opts, features: ModelFeatures, key: str, manifest: Manifest | None = None) -> None:
-    """Refuses, before Inductor runs, models that would fail deep inside it or call a shim `key` lacks.
+    """Refuses, before Inductor runs, models that would fail deep inside it or call a shim `key` lacks
+    (check_grouped_mm for grouped GEMMs; below, convolutions).
 
     Inductor's convolution lowering (checked on the H200, torch 2.11; torch/_inductor/kernel/conv.py): its choices
     are the ATen fallback aoti_torch_cuda_convolution when ATEN is among max_autotune_conv_backends, plus, with
@@ -363,6 +409,7 @@ def check_model(opts, features: ModelFeatures, key: str, manifest: Manifest | No
     convolution is the fallback. The fallback is refused where the manifest
     lacks the shim (conv_shims_missing: today rocm and windows_cuda).
     """
+    check_grouped_mm(opts, features, key, manifest)
     if not features.convolutions:
         return
     opts = with_platform_defaults(opts, key)
@@ -417,7 +464,15 @@ def check_gpu(opts, gpu: GpuProperties, target: str, features: ModelFeatures | N
               manifest: Manifest | None = None) -> None:
     """Refuses GEMM/conv models that would find no kernel choice on a small GPU (Triton templates off there).
     Convolutions then need the ATen fallback (max_autotune OFF or ATEN among max_autotune_conv_backends), so they are
-    refused where the manifest lacks its shim (conv_shims_missing) and otherwise only without one of those two."""
+    refused where the manifest lacks its shim (conv_shims_missing) and otherwise only without one of those two.
+    Grouped GEMMs (check_grouped_mm) need a CUDA GPU of compute capability 9.0+ for Inductor's Triton template."""
+    if features is not None and features.grouped_mm and target != "rocm" and \
+            (gpu.major, gpu.minor) < GROUPED_MM_MIN_CAPABILITY and \
+            GROUPED_MM_SHIM not in supported_shims(platform_key(getattr(opts, "platform", "linux"), target), manifest):
+        raise SmallGpuError(f"{gpu.name} has compute capability {gpu.major}.{gpu.minor}; the model's grouped GEMMs "
+                            f"(aten._grouped_mm) run on Inductor's Triton grouped-GEMM template, which Inductor offers "
+                            f"from 9.0 (Hopper) on, and their ATen fallback {GROUPED_MM_SHIM} is in no aotirt shim "
+                            f"library: lower the model on a GPU of compute capability 9.0+")
     if triton_templates_available(gpu, target):
         return
     features = features if features is not None else ModelFeatures(gemms=("unknown",))
@@ -430,6 +485,10 @@ def check_gpu(opts, gpu: GpuProperties, target: str, features: ModelFeatures | N
     opts = with_platform_defaults(opts, key)
     bigger = ("an MI200/MI300-class GPU" if target == "rocm" else
               f"a GPU with at least {MIN_SMS_FOR_TRITON_TEMPLATES} SMs")
+    if features.grouped_mm and GROUPED_MM_SHIM not in supported_shims(key, manifest):
+        raise SmallGpuError(f"{why}, and the model's grouped GEMMs (aten._grouped_mm) run only on its Triton "
+                            f"grouped-GEMM template (their ATen fallback {GROUPED_MM_SHIM} is in no aotirt shim "
+                            f"library): lower the model on {bigger}")
     if features.convolutions:
         convs = ", ".join(features.convolutions)
         conv_missing = conv_shims_missing(key, manifest)

@@ -172,6 +172,15 @@ def test_no_fused_kernel_in_inductor_says_to_use_math():
     assert "attention_backend" not in str(lowering.compile_failure(RuntimeError("other"), "AOTInductor compilation"))
 
 
+def test_no_valid_choice_for_a_grouped_gemm_says_what_its_template_takes():
+    err = str(lowering.compile_failure(RuntimeError("NoValidChoicesError: No choices to select, please consider "
+                                                    "adding ATEN into max_autotune_gemm_backends config. target: "
+                                                    "grouped_mm"), "AOTInductor compilation"))
+    assert "no kernel choice for a grouped GEMM (aten._grouped_mm" in err and "static shapes" in err, err
+    err = str(lowering.compile_failure(RuntimeError("NoValidChoicesError: mm"), "AOTInductor compilation"))
+    assert "grouped" not in err and "for a GEMM or convolution" in err
+
+
 def test_cudnn_is_refused_for_rocm_before_exporting(monkeypatch):
     monkeypatch.setattr(lowering, "check_cuda_available", lambda torch, target="cuda": None)
     monkeypatch.setattr(torch.version, "hip", "6.2.0", raising=False)
@@ -345,6 +354,27 @@ def test_collector_restores_inductor():
     with lowering.collect_shim_calls("linux_cuda"):
         assert CppWrapperCpu.generate_c_shim_extern_kernel_call is not before[1]
     assert (AotCodeCompiler.__dict__["compile"], CppWrapperCpu.generate_c_shim_extern_kernel_call) == before
+
+
+def test_collector_offers_grouped_mm_only_its_triton_template_where_no_shim_has_the_fallback(monkeypatch):
+    from torch._inductor import config as inductor_config
+    from torch._inductor.kernel import mm_grouped
+    from aotirt import platforms
+    seen = []
+    monkeypatch.setattr(mm_grouped, "use_triton_template",
+                        lambda layout, **kw: seen.append(inductor_config.max_autotune_gemm_backends) or True)
+    before = (mm_grouped.use_aten_gemm_kernels, mm_grouped.use_triton_template)
+    with inductor_config.patch(max_autotune_gemm_backends="ATEN"):
+        with lowering.collect_shim_calls("linux_cuda"):
+            assert mm_grouped.use_aten_gemm_kernels() is False  # never the ATen fallback
+            assert mm_grouped.use_triton_template("layout") is True
+        assert inductor_config.max_autotune_gemm_backends == "ATEN"
+    assert seen == ["ATEN,TRITON"]  # the template asked for as if TRITON were a backend, for grouped GEMMs only
+    assert (mm_grouped.use_aten_gemm_kernels, mm_grouped.use_triton_template) == before
+    # a build that had the shim would keep Inductor's own choices
+    man = platforms.parse_manifest(f"{platforms.GROUPED_MM_SHIM}\tlinux_cuda\n")
+    with lowering.collect_shim_calls("linux_cuda", man):
+        assert (mm_grouped.use_aten_gemm_kernels, mm_grouped.use_triton_template) == before
 
 
 def test_compile_surfaces_the_shim_refusal_and_writes_nothing(past_the_gpu_checks, tmp_path):

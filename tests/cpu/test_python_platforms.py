@@ -547,3 +547,59 @@ def test_the_histc_shim_is_cuda_and_unverified_until_its_gpu_tests_pass(man):
     with pytest.raises(aotirt.UnsupportedShimError, match="aoti_torch_cuda_histc is in the shim library but not yet "
                        "allowed: aoti_torch_cuda_histc: unverified"):
         platforms.check_shims({name}, "linux_cuda", man)
+
+
+# ---- grouped GEMMs (aten._grouped_mm: transformers' MoE experts) ----------------------------------------------------
+MOE = platforms.ModelFeatures(gemms=("linear",), grouped_mm=(("bfloat16", False), ("bfloat16", False)))
+
+
+def test_grouped_mm_calls_are_found_in_an_exported_graph():
+    torch = pytest.importorskip("torch")
+    if not hasattr(torch, "_grouped_mm"):
+        pytest.skip("this torch has no _grouped_mm")
+
+    class Experts(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.randn(4, 32, 16).bfloat16())
+
+        def forward(self, x, offs):
+            return torch._grouped_mm(x, self.w, offs=offs)
+
+    ep = torch.export.export(Experts(), (torch.randn(24, 32).bfloat16(), torch.tensor([5, 10, 20, 24]).int()))
+    assert platforms.model_features(ep.graph).grouped_mm == (("bfloat16", False),)
+
+
+def test_grouped_mm_lowers_only_where_the_triton_template_can_take_it(man):
+    assert platforms.GROUPED_MM_SHIM not in man.platforms_of  # no build has the ATen fallback's shim
+    for backends in (None, "ATEN", "TRITON", "ATEN,TRITON"):  # max_autotune ON: the template, whatever the backends
+        platforms.check_model(aotirt.CompileOptions(max_autotune_gemm_backends=backends), MOE, "linux_cuda", man)
+    cases = [
+        (aotirt.CompileOptions(max_autotune=False), "linux_cuda", "with max_autotune=OFF Inductor lowers them to the "
+                                                                  "ATen fallback"),
+        (aotirt.CompileOptions(), "rocm", "Inductor offers that template on CUDA only"),
+    ]
+    for opts, key, reason in cases:
+        with pytest.raises(aotirt.UnsupportedShimError) as info:
+            platforms.check_model(opts, MOE, key, man)
+        msg = str(info.value)
+        assert "the model has 2 grouped GEMMs (aten._grouped_mm" in msg and reason in msg, msg
+        assert info.value.shims == [platforms.GROUPED_MM_SHIM]
+    with pytest.raises(aotirt.UnsupportedShimError, match="one with a bias, which Inductor's Triton grouped-GEMM "
+                       "template does not take"):
+        platforms.check_model(aotirt.CompileOptions(), dataclasses.replace(MOE, grouped_mm=(("bfloat16", True),)),
+                              "linux_cuda", man)
+    # a manifest with the shim lets everything through
+    with_shim = platforms.parse_manifest(f"{platforms.GROUPED_MM_SHIM}\tlinux_cuda,rocm\n")
+    platforms.check_model(aotirt.CompileOptions(max_autotune=False), MOE, "rocm", with_shim)
+
+
+def test_grouped_mm_needs_compute_capability_9_and_a_big_gpu(man):
+    platforms.check_gpu(aotirt.CompileOptions(), H200, "cuda", MOE, man)
+    a100 = platforms.GpuProperties("NVIDIA A100", 108, 8, 0)
+    with pytest.raises(aotirt.SmallGpuError, match="compute capability 8.0; the model's grouped GEMMs"):
+        platforms.check_gpu(aotirt.CompileOptions(), a100, "cuda", MOE, man)
+    platforms.check_gpu(aotirt.CompileOptions(), a100, "cuda", GEMM, man)  # plain GEMMs are fine there
+    small_hopper = platforms.GpuProperties("a small sm90", 60, 9, 0)
+    with pytest.raises(aotirt.SmallGpuError, match="fewer than the 68.*grouped GEMMs"):
+        platforms.check_gpu(aotirt.CompileOptions(), small_hopper, "cuda", MOE, man)
