@@ -1,8 +1,8 @@
 """A zoo harness (issue 14): how far ~60 real models get through aotirt, stage by stage, and how fast they run.
 
     python benchmarks/zoo.py [--out DIR|FILE.json] [--models NAME,PREFIX,SOURCE,...] [--list] [--quick]
-                             [--workers 4] [--timeout-s 240] [--dtype fp32|bf16|both] [--replays 30] [--export-only]
-                             [--budget-s S] [--work DIR] [--merge A.json,B.json]
+                             [--workers 4] [--timeout-s 240] [--dtype fp32|bf16|both] [--spec quick|default|both]
+                             [--replays 30] [--export-only] [--budget-s S] [--work DIR] [--merge A.json,B.json]
 
 Every model has random weights (seeded; nothing is downloaded) and small inputs (batch 1-2, images 224x224 or less,
 sequences 64): torchvision classifiers and segmentation/detection heads, a handful of timm models
@@ -13,7 +13,9 @@ Stages, per model (and per dtype):
   build      construct the model and its inputs; a missing library or model is `skipped` with the reason
   export     torch.export.export on the GPU (record the failure)
   lower      aotirt.compile(exported program, max_autotune OFF): `refused` with the missing shims (the
-             UnsupportedShimError's .shims), or the lowering error
+             UnsupportedShimError's .shims), or the lowering error. --spec default (or both) adds rows (keys
+             ending in +default) for the DEFAULT_SPEC subset lowered with aotirt's default options instead
+             (max_autotune ON: slower compiles, the GEMM/attention/convolution backends a user gets)
   run        aotirt.load + run with the same inputs; compared with eager PyTorch at the dtype's tolerance
   time       median ms of --replays CUDA graph replays: ours (aotirt.capture) and eager under torch.cuda.CUDAGraph
 Isolation: the build/export/lower stages run in --workers child processes (the models dealt round-robin), the
@@ -48,6 +50,11 @@ import provenance  # noqa: E402  (the commit a result came from, as every benchm
 DTYPES = ("fp32", "bf16", "both")
 TOL = {"fp32": (2e-3, 2e-3), "bf16": (6e-2, 6e-2)}  # (atol, rtol x max|ref|) per dtype; entries may override
 QUICK = ("resnet18", "hf_bert", "hf_llama", "pat_topk_sampling", "pat_scatter_gather")
+SPECS = ("quick", "default", "both")
+# The rows --spec default adds: one model of each family, lowered with aotirt.CompileOptions() (max_autotune ON).
+# hf_mixtral's grouped GEMMs run only there (Inductor's Triton template; with max_autotune OFF they are refused).
+DEFAULT_SPEC = ("resnet50", "convnext_tiny", "vit_b_16", "hf_bert", "hf_llama", "hf_whisper_encoder",
+                "hf_siglip_vision", "hf_mixtral", "pat_topk_sampling", "pat_embedding_bag")
 SEQ, VOCAB, IMG = 64, 8192, 224
 WARMUP = 3
 
@@ -413,20 +420,31 @@ def select(entries: list, models: tuple, quick: bool) -> list:
     return out
 
 
-def row_keys(entries: list, dtype: str) -> list:
-    """(key, entry, dtype) for each row: fp32 rows are keyed by the name, bf16 rows by name@bf16 (the bf16 subset)."""
-    rows = []
+def row_keys(entries: list, dtype: str, spec: str = "quick") -> list:
+    """(key, entry, dtype) for each row: fp32 rows are keyed by the name, bf16 rows by name@bf16 (the bf16 subset);
+    with spec default or both, the DEFAULT_SPEC entries get rows keyed <that>+default (lowered with the default
+    options), after the quick rows."""
+    rows, default = [], []
     for e in entries:
-        if dtype in ("fp32", "both"):
-            rows.append((e.name, e, "fp32"))
-        if dtype in ("bf16", "both") and e.bf16:
-            rows.append((f"{e.name}@bf16", e, "bf16"))
-    return rows
+        for key, d in ((e.name, "fp32"), (f"{e.name}@bf16", "bf16")):
+            if dtype not in (d, "both") or (d == "bf16" and not e.bf16):
+                continue
+            if spec in ("quick", "both"):
+                rows.append((key, e, d))
+            if spec in ("default", "both") and e.name in DEFAULT_SPEC:
+                default.append((f"{key}+default", e, d))
+    return rows + default
 
 
 def parse_key(key: str) -> tuple:
-    name, _, dt = key.partition("@")
+    """(name, dtype) of a row key (name[@bf16][+default])."""
+    name, _, dt = key.partition("+")[0].partition("@")
     return name, dt or "fp32"
+
+
+def spec_of(key: str) -> str:
+    """The compile spec of a row key: default for keys ending in +default, else quick."""
+    return "default" if key.endswith("+default") else "quick"
 
 
 def list_text(entries: list) -> str:
@@ -449,6 +467,8 @@ def parse_args(argv: list | None = None):
     f.define("timeout-s", 240.0, "per-model limit of each child process's stages (s)", positive_float, "float")
     f.boolean("quick", False, f"only the {len(QUICK)}-model subset {','.join(QUICK)} (of those --models selects)")
     f.enum("dtype", "fp32", DTYPES, "fp32 (default), bf16 (the bf16 subset) or both")
+    f.enum("spec", "quick", SPECS, "quick (default: every row lowered with max_autotune OFF), default (only the "
+           f"{len(DEFAULT_SPEC)}-model DEFAULT_SPEC subset, lowered with aotirt's default options) or both")
     f.define("replays", 30, "CUDA graph replays timed per model (median)", positive_int, "integer")
     f.enum("attention_backend", "DEFAULT", ("DEFAULT", "MATH", "CUDNN", "TRITON", "CUDNN,TRITON"),
            "how the packages lower SDPA (aotirt's attention_backend; DEFAULT: the platform's, CUDNN,TRITON on Linux "
@@ -473,7 +493,8 @@ def out_paths(out: str) -> dict:
 # ============================================================================================ records and summary
 
 def new_record(key: str, e: Entry, dtype: str) -> dict:
-    return {"key": key, "name": e.name, "source": e.source, "dtype": dtype, "inputs": e.shape, "note": e.note,
+    return {"key": key, "name": e.name, "source": e.source, "dtype": dtype, "spec": spec_of(key), "inputs": e.shape,
+            "note": e.note,
             "stage": "build", "skipped": "", "exported": False, "lowered": False, "refused_missing_shims": [],
             "ran": False, "correct": None, "max_abs_err": None, "tol": None, "ms_ours": None, "ours_graph": None,
             "ms_eager_graph": None, "eager_graph": None, "ms_eager": None, "export_s": None, "compile_s": None,
@@ -555,7 +576,8 @@ def markdown(result: dict) -> str:
             f"{m.get('gpu', 'CPU')}, "
             f"torch {result.get('torch') or '?'}, torchvision {result.get('torchvision') or '—'}, timm "
             f"{result.get('timm') or '—'}, transformers {result.get('transformers') or '—'}, commit "
-            f"`{result.get('commit') or '?'}`; random weights, max_autotune OFF, {result.get('replays', '?')} CUDA "
+            f"`{result.get('commit') or '?'}`; random weights, max_autotune OFF (rows marked +default: aotirt's "
+            f"default options, max_autotune ON), {result.get('replays', '?')} CUDA "
             f"graph replays per model (median ms). Tolerance: |ours - eager| <= atol + rtol * max|eager| "
             f"(fp32 {TOL['fp32']}, bf16 {TOL['bf16']}).")
     counts = (f"**{c['models']} rows**: {c['skipped']} skipped, {c['exported']} exported, {c['lowered']} lowered, "
@@ -585,7 +607,8 @@ def markdown(result: dict) -> str:
             notes.append("eager: no CUDA graph (plain calls)")
         ratio = (r["ms_ours"] / r["ms_eager_graph"]) if r.get("ms_ours") and r.get("ms_eager_graph") else None
         note = "; ".join(notes).replace("|", "/").replace("\n", " ")
-        lines.append(f"| {r['name']} | {r['source']} | {r['dtype']} | {status(r)} | "
+        model = r["name"] + ("+default" if r.get("spec") == "default" else "")
+        lines.append(f"| {model} | {r['source']} | {r['dtype']} | {status(r)} | "
                      f"{_yn(r.get('exported') if not r.get('skipped') else None)} | "
                      f"{_yn(r.get('lowered') if r.get('exported') and not result.get('export_only') else None)} | "
                      f"{_yn(r.get('ran') if r.get('lowered') else None)} | {_yn(r.get('correct'))} | "
@@ -618,18 +641,26 @@ def build_entry(torch, e: Entry, dtype: str, device: str) -> tuple:
     return model, cast_inputs(torch, e.inputs(torch), torch_dtype(torch, dtype), device)
 
 
-def default_compile(ep, inputs, package_path, attention_backend: str = "DEFAULT"):
+def compile_options(spec: str = "quick", attention_backend: str = "DEFAULT") -> dict:
+    """aotirt.CompileOptions' arguments for a row: quick = max_autotune OFF, default = aotirt's defaults."""
+    opts = {} if spec == "default" else {"max_autotune": False}
+    if attention_backend != "DEFAULT":
+        opts["attention_backend"] = attention_backend
+    return opts
+
+
+def default_compile(ep, inputs, package_path, attention_backend: str = "DEFAULT", spec: str = "quick"):
     import aotirt
-    return aotirt.compile(ep, inputs, package_path, options=aotirt.CompileOptions(
-        max_autotune=False, attention_backend=None if attention_backend == "DEFAULT" else attention_backend))
+    return aotirt.compile(ep, inputs, package_path,
+                          options=aotirt.CompileOptions(**compile_options(spec, attention_backend)))
 
 
 def lower_one(key: str, e: Entry, dtype: str, work: str, device: str = "cuda", export_only: bool = False,
               compile_fn: Callable | None = None, progress: Callable[[dict], None] | None = None,
               attention_backend: str = "DEFAULT") -> dict:
     """The build, export and lower stages of one row, in this process. compile_fn(ep, inputs, package_path) defaults
-    to aotirt.compile with max_autotune OFF and `attention_backend` (the CPU test passes a fake). progress(rec) after
-    each stage."""
+    to aotirt.compile with the key's spec (spec_of: max_autotune OFF, or the default options for +default keys) and
+    `attention_backend` (the CPU test passes a fake). progress(rec) after each stage."""
     import torch
     from aotirt.errors import UnsupportedShimError
     rec = new_record(key, e, dtype)
@@ -663,11 +694,11 @@ def lower_one(key: str, e: Entry, dtype: str, work: str, device: str = "cuda", e
         return rec
     rec["stage"] = "lower"
     progress(rec)
-    pkg = os.path.join(work, f"{key.replace('@', '_')}.pt2")
+    pkg = os.path.join(work, f"{key.replace('@', '_').replace('+', '_')}.pt2")
     t0 = time.perf_counter()
     try:
         path = (compile_fn(ep, inputs, pkg) if compile_fn else
-                default_compile(ep, inputs, pkg, attention_backend=attention_backend))
+                default_compile(ep, inputs, pkg, attention_backend=attention_backend, spec=spec_of(key)))
         rec["lowered"], rec["package"] = True, path or pkg
     except UnsupportedShimError as ex:
         rec["refused_missing_shims"] = list(ex.shims)
@@ -1041,12 +1072,12 @@ def run(a) -> int:
                   f"machine (BENCHES=benchmarks/zoo.py bash tools/gpu/run.sh bench, or run.sh zoo), or pass "
                   f"--export-only for the build and export stages on the CPU.", file=sys.stderr, flush=True)
             return 1
-    rows = row_keys(entries, a.dtype)
+    rows = row_keys(entries, a.dtype, a.spec)
     keys = [k for k, _, _ in rows]
     base = {k: new_record(k, e, d) for k, e, d in rows}
     work = os.path.abspath(a.work) if a.work else tempfile.mkdtemp(prefix="aotirt_zoo_")
     os.makedirs(work, exist_ok=True)
-    say(f"{len(keys)} rows ({a.dtype}) on {machine['gpu']}; {a.workers} lowering workers, {a.timeout_s:.0f} s per "
+    say(f"{len(keys)} rows ({a.dtype}, spec {a.spec}) on {machine['gpu']}; {a.workers} lowering workers, {a.timeout_s:.0f} s per "
         f"model; packages in {work}")
     stop_at = time.monotonic() + a.budget_s - 20 if a.budget_s else None  # 20 s to write the results
     if threading.current_thread() is threading.main_thread():
@@ -1094,7 +1125,8 @@ def run(a) -> int:
         result = {"benchmark": "zoo", "commit": provenance.commit(), "machine": machine, "torch": _dist_version("torch"),
                   "torchvision": _dist_version("torchvision"), "timm": _dist_version("timm"),
                   "transformers": _dist_version("transformers"), "python": sys.version.split()[0],
-                  "command": [sys.executable, *sys.argv], "dtype": a.dtype, "export_only": a.export_only,
+                  "command": [sys.executable, *sys.argv], "dtype": a.dtype, "spec": a.spec,
+                  "export_only": a.export_only,
                   "attention_backend": a.attention_backend,
                   "replays": a.replays, "workers": a.workers, "timeout_s": a.timeout_s,
                   "elapsed_s": {"lower": round(lower_s, 1), "run": round(run_s, 1),

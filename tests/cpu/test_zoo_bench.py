@@ -168,6 +168,45 @@ def test_row_keys_and_the_bf16_subset():
     assert zoo.parse_key("pat_a@bf16") == ("pat_a", "bf16") and zoo.parse_key("pat_a") == ("pat_a", "fp32")
 
 
+def test_the_default_spec_rows_come_after_the_quick_ones_for_the_default_spec_subset(monkeypatch):
+    assert set(zoo.DEFAULT_SPEC) <= set(zoo.by_name()) and "hf_mixtral" in zoo.DEFAULT_SPEC
+    monkeypatch.setattr(zoo, "DEFAULT_SPEC", ("pat_a",))
+    a, b, c = _entry("pat_a"), _entry("pat_b"), _entry("pat_c", bf16=False)
+    assert [k for k, _, _ in zoo.row_keys([a, b, c], "fp32")] == ["pat_a", "pat_b", "pat_c"]  # quick by default
+    assert [(k, d) for k, _, d in zoo.row_keys([a, b, c], "both", "default")] == [("pat_a+default", "fp32"),
+                                                                                 ("pat_a@bf16+default", "bf16")]
+    assert [k for k, _, _ in zoo.row_keys([a, b, c], "bf16", "both")] == ["pat_a@bf16", "pat_b@bf16",
+                                                                         "pat_a@bf16+default"]
+    for key, want in (("pat_a+default", ("pat_a", "fp32", "default")), ("pat_a@bf16+default", ("pat_a", "bf16", "default")),
+                      ("pat_a@bf16", ("pat_a", "bf16", "quick")), ("pat_a", ("pat_a", "fp32", "quick"))):
+        assert (*zoo.parse_key(key), zoo.spec_of(key)) == want
+    assert zoo.new_record("pat_a@bf16+default", a, "bf16")["spec"] == "default"
+    # quick: max_autotune OFF; default: aotirt's defaults (nothing set); the attention flag applies to both
+    assert zoo.compile_options("quick") == {"max_autotune": False}
+    assert zoo.compile_options("default") == {}
+    assert zoo.compile_options("default", "TRITON") == {"attention_backend": "TRITON"}
+    assert zoo.parse_args([]).spec == "quick" and zoo.parse_args(["--spec", "both"]).spec == "both"
+
+
+def test_lower_one_passes_the_rows_spec_to_aotirt(monkeypatch, tmp_path):
+    import aotirt
+    seen = []
+
+    def fake(ep, inputs, package_path, options=None):
+        seen.append((os.path.basename(package_path), options.max_autotune))
+        with open(package_path, "wb") as f:
+            f.write(b"fake package")
+        return package_path
+    monkeypatch.setattr(aotirt, "compile", fake)
+    e = zoo.by_name()["pat_mlp"]
+    for key in ("pat_mlp", "pat_mlp+default"):
+        rec = zoo.lower_one(key, e, "fp32", str(tmp_path), device="cpu")
+        assert rec["lowered"] and rec["spec"] == zoo.spec_of(key), rec
+    assert seen == [("pat_mlp.pt2", False), ("pat_mlp_default.pt2", True)]
+    table = zoo.markdown({"records": [zoo.new_record("pat_mlp+default", e, "fp32")]})
+    assert "| pat_mlp+default | pattern | fp32 |" in table
+
+
 # ------------------------------------------------------------------------------------------------------ bookkeeping
 
 def _fake_records():
