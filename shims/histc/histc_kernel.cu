@@ -149,7 +149,7 @@ int Histogram(const HistcParams& p, cudaStream_t s) {
   if (p.numel > 0) {
     using A = Acc<T>;
     A lo, hi;
-    if (std::is_floating_point<T>::value) {
+    if constexpr (std::is_floating_point<T>::value) {
       lo = static_cast<A>(p.lo_f), hi = static_cast<A>(p.hi_f);
     } else {
       lo = static_cast<A>(p.lo_i), hi = static_cast<A>(p.hi_i);
@@ -173,7 +173,7 @@ int Histogram(const HistcParams& p, cudaStream_t s) {
 template <typename T>
 int DataRange(const HistcParams& p, void* scratch, void* min8, void* max8, cudaStream_t s) {
   T ident_lo, ident_hi;  // the identities of min and max
-  if (std::is_floating_point<T>::value) {
+  if constexpr (std::is_floating_point<T>::value) {
     ident_lo = std::numeric_limits<T>::infinity(), ident_hi = -std::numeric_limits<T>::infinity();
   } else {
     ident_lo = std::numeric_limits<T>::max(), ident_hi = std::numeric_limits<T>::lowest();
@@ -190,7 +190,9 @@ int DataRange(const HistcParams& p, void* scratch, void* min8, void* max8, cudaS
   e = cudaMemcpyAsync(&host, result, sizeof(host), cudaMemcpyDeviceToHost, s);
   if (e == cudaSuccess) e = cudaStreamSynchronize(s);
   if (e != cudaSuccess) return static_cast<int>(e);
-  if (host.nan) host.lo = host.hi = static_cast<T>(std::numeric_limits<double>::quiet_NaN());
+  if constexpr (std::is_floating_point<T>::value) {
+    if (host.nan) host.lo = host.hi = std::numeric_limits<T>::quiet_NaN();
+  }
   std::memset(min8, 0, 8);
   std::memset(max8, 0, 8);
   std::memcpy(min8, &host.lo, sizeof(T));

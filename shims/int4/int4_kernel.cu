@@ -37,9 +37,32 @@ __device__ __forceinline__ float2 LoadPair(const __nv_bfloat16* a, int64_t idx) 
   }
 }
 
+// The 8 weights of a packed word, dequantized as torch's kernel does: bf16((q - 8) * scale + zero), the fma in
+// float32. kFast: q - 8 as (2^23 + q) - (2^23 + 8), the bits of 2^23 + q being 0x4B000000 | q (no int-to-float
+// conversion, a quarter-rate instruction on sm90), and two bfloat16 roundings in one conversion; the same values.
+template <bool kFast>
+__device__ __forceinline__ void Dequantize8(uint32_t word, float2 s_z, float (&wv)[8]) {
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    if constexpr (kFast) {
+      const float hi = __uint_as_float(0x4B000000u | ((word >> (4 * i)) & 0xFu)) - 8388616.0f;
+      const float lo = __uint_as_float(0x4B000000u | ((word >> (16 + 4 * i)) & 0xFu)) - 8388616.0f;
+      const float2 w = __bfloat1622float2(__floats2bfloat162_rn(fmaf(hi, s_z.x, s_z.y), fmaf(lo, s_z.x, s_z.y)));
+      wv[2 * i] = w.x;
+      wv[2 * i + 1] = w.y;
+    } else {
+      const float hi = static_cast<float>(static_cast<int>((word >> (4 * i)) & 0xF) - 8);
+      const float lo = static_cast<float>(static_cast<int>((word >> (16 + 4 * i)) & 0xF) - 8);
+      // torch's kernel dequantizes to bfloat16 ((q - 8) * scale + zero, one rounding) before the product
+      wv[2 * i] = __bfloat162float(__float2bfloat16(fmaf(hi, s_z.x, s_z.y)));
+      wv[2 * i + 1] = __bfloat162float(__float2bfloat16(fmaf(lo, s_z.x, s_z.y)));
+    }
+  }
+}
+
 // Lane: column 8 tile + lane / 4, the k positions of its words (int4_kernel.h); the 4 lanes of a column and the
 // kWarps warps are summed at the end, in float32.
-template <int kInnerKTiles, int kRows, bool kVec>
+template <int kInnerKTiles, int kRows, bool kVec, bool kFast>
 __global__ void __launch_bounds__(kWarps * 32) Int4MmKernel(const __nv_bfloat16* __restrict__ a,
                                                             const int32_t* __restrict__ b,
                                                             const __nv_bfloat16* __restrict__ sz,
@@ -66,14 +89,7 @@ __global__ void __launch_bounds__(kWarps * 32) Int4MmKernel(const __nv_bfloat16*
       const int64_t g = ka / group_size;
       const float2 s_z = LoadPair<kVec>(sz, (g * n + col) * 2);  // (scale, zero)
       float wv[8];
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const float hi = static_cast<float>(static_cast<int>((words[j] >> (4 * i)) & 0xF) - 8);
-        const float lo = static_cast<float>(static_cast<int>((words[j] >> (16 + 4 * i)) & 0xF) - 8);
-        // torch's kernel dequantizes to bfloat16 ((q - 8) * scale + zero, one rounding) before the product
-        wv[2 * i] = __bfloat162float(__float2bfloat16(fmaf(hi, s_z.x, s_z.y)));
-        wv[2 * i + 1] = __bfloat162float(__float2bfloat16(fmaf(lo, s_z.x, s_z.y)));
-      }
+      Dequantize8<kFast>(words[j], s_z, wv);
 #pragma unroll
       for (int r = 0; r < kRows; ++r) {
         if (row0 + r < m) {
@@ -110,7 +126,9 @@ __global__ void __launch_bounds__(kWarps * 32) Int4MmKernel(const __nv_bfloat16*
 template <int kInnerKTiles, int kRows, bool kVec>
 int Launch(const Int4MmParams& p, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(p.n / 8), static_cast<unsigned>((p.m + kRows - 1) / kRows));
-  Int4MmKernel<kInnerKTiles, kRows, kVec><<<grid, kWarps * 32, 0, stream>>>(
+  auto* kernel = p.fast_dequant ? Int4MmKernel<kInnerKTiles, kRows, kVec, true>
+                                : Int4MmKernel<kInnerKTiles, kRows, kVec, false>;
+  kernel<<<grid, kWarps * 32, 0, stream>>>(
       static_cast<const __nv_bfloat16*>(p.a), p.b, static_cast<const __nv_bfloat16*>(p.scales_and_zeros),
       static_cast<__nv_bfloat16*>(p.out), static_cast<int>(p.m), static_cast<int>(p.n), static_cast<int>(p.k),
       static_cast<int>(p.k_outer), static_cast<int>(p.group_size));

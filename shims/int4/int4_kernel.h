@@ -23,6 +23,10 @@ struct Int4MmParams {
   const int32_t* b = nullptr;              // packed as above
   const void* scales_and_zeros = nullptr;  // bfloat16 [k / group_size, n, 2], contiguous
   void* out = nullptr;                     // bfloat16 [m, n], contiguous
+  // The int4 kernel's dequantization without int-to-float conversions (the same values bit for bit: q - 8 from a
+  // float's mantissa, two bfloat16 roundings per instruction). Experimental, off by default until its GPU tests and
+  // benchmarks/int4.py have run (AOTIRT_INT4_FAST_DEQUANT=1 turns it on; shim_int4.cc).
+  bool fast_dequant = false;
 };
 
 // out[r, c] = bf16(sum_k a[r, k] * w[c, k]), w = bf16((q - 8) * scale + zero) as torch's kernel dequantizes, the

@@ -6,6 +6,7 @@
 // int4 kernel takes every m.
 #include <memory>
 
+#include "shims/common/env.h"
 #include "shims/common/error.h"
 #include "shims/cuda/device.h"
 #include "shims/gemm/cublaslt_loader.h"
@@ -61,6 +62,7 @@ void Int4Mm(const char* fn, AtenTensorHandle self, AtenTensorHandle mat2, int64_
     kp.b = static_cast<const int32_t*>(b->data_ptr());
     kp.scales_and_zeros = s->data_ptr();
     kp.out = out->data_ptr();
+    kp.fast_dequant = EnvFlag("AOTIRT_INT4_FAST_DEQUANT", false);  // experimental (int4_kernel.h)
     if (p.m >= kDequantizeMinRows && CublasLtLoads(fn)) {
       // w [n, k] bfloat16, freed stream-ordered after the GEMM that reads it; the GEMM takes its transposed view.
       std::unique_ptr<Tensor> w(gpu::NewDeviceTensor(fn, dev, DType::kBFloat16, {p.n, p.k}, {p.k, 1}));

@@ -22,8 +22,20 @@ def test_summary_splits_decode_rows_from_larger_m():
 def test_markdown_lists_every_row_and_the_summary():
     rows = [_row(1, 2.0, 2.5), _row(512, 40.0, 50.0)]
     md = int4.markdown(rows, int4.summarize(rows))
-    assert "| 1 | 1024 | 1024 | 128 | 2.00 | 2.50 | 0.80 |" in md
+    assert "| 1 | 1024 | 1024 | 128 | 2.00 | 2.50 | 0.80 | — | — |" in md
     assert "| decode | 1 | 0.8 | 0.8 |" in md and "| larger_m | 1 | 0.8 | 0.8 |" in md
+    assert "| decode_fast_dequant | 0 | - | - |" in md
+
+
+def test_the_fast_dequantization_rows_have_their_own_summary_and_columns():
+    rows = [dict(_row(1, 2.0, 2.5), shim_fast_us=1.25), dict(_row(8, 3.0, 2.0), shim_fast_us=2.0), _row(512, 4.0, 5.0)]
+    s = int4.summarize(rows)
+    assert s["decode_fast_dequant"] == {"rows": 2, "median_ratio": pytest.approx((0.5 + 1.0) / 2, abs=1e-3),
+                                        "worst_ratio": 1.0}
+    assert s["decode"]["worst_ratio"] == 1.5  # the default kernel's rows are unchanged
+    md = int4.markdown(rows, s)
+    assert "| 1 | 1024 | 1024 | 128 | 2.00 | 2.50 | 0.80 | 1.25 | 0.50 |" in md
+    assert int4.KERNEL_MAX_M < 32 and int4.FAST_ENV == "AOTIRT_INT4_FAST_DEQUANT"
 
 
 def test_shapes_are_valid_for_torchs_packing():

@@ -65,9 +65,17 @@ def _k(rng, inner_k_tiles, group):
     return step * rng.choice([1, 1, 2, 3, 4, 8])
 
 
+# AOTIRT_INT4_FAST_DEQUANT=1: the int4 kernel's experimental dequantization (int4_kernel.h), read on every call; it
+# must give the same values bit for bit.
+FAST = pytest.mark.parametrize("fast", [False, True], ids=["dequant", "fast_dequant"])
+
+
+@FAST
 @pytest.mark.parametrize("inner_k_tiles", [2, 4, 8])
 @pytest.mark.parametrize("group", [32, 64, 128, 256])
-def test_identity_input_returns_the_dequantized_weights_exactly(shims, inner_k_tiles, group):
+def test_identity_input_returns_the_dequantized_weights_exactly(shims, inner_k_tiles, group, fast, monkeypatch):
+    if fast:
+        monkeypatch.setenv("AOTIRT_INT4_FAST_DEQUANT", "1")
     k = max(inner_k_tiles * 16, group)
     n = 24
     _, packed, sz, w = quantized(n, k, group, inner_k_tiles, seed=inner_k_tiles * 1000 + group)
@@ -90,7 +98,10 @@ def test_identity_input_returns_the_dequantized_weights_exactly(shims, inner_k_t
     torch.testing.assert_close(ref, w.T.contiguous(), rtol=8e-3, atol=1e-4)
 
 
-def test_random_cases_against_torch(shims):
+@FAST
+def test_random_cases_against_torch(shims, fast, monkeypatch):
+    if fast:
+        monkeypatch.setenv("AOTIRT_INT4_FAST_DEQUANT", "1")
     rng = random.Random(20261204)
     worst = 0.0
     for case in range(CASES):
