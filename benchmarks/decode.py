@@ -515,8 +515,10 @@ def aotirt_decoder(model, bufs, work: str, cache_dir: str | None = None, options
                    dynamic: bool = False) -> tuple:
     """The aotirt runtime's prefill and decode step, lowered with CompileOptions(**options) (empty: the platform's
     default spec): two packages (prefill T=prompt, decode T=1), or with `dynamic` one package whose token count is
-    dynamic (dynamic_shapes: the weights once). Each call shape captured with alias_inputs (the caches are the
-    graphs' own inputs). Returns (Decoder, info)."""
+    dynamic (dynamic_shapes: the weights once). The decode package takes the prefill package's weights
+    (aotirt.load(share_constants_with=...): one copy on the GPU, as torch.compile has), or its own copy where they
+    differ (info["decode_shares_prefill_constants"] says which). Each call shape captured with alias_inputs (the
+    caches are the graphs' own inputs). Returns (Decoder, info)."""
     import aotirt
     options = dict(options or {})
     opts = aotirt.CompileOptions(**options)
@@ -525,6 +527,16 @@ def aotirt_decoder(model, bufs, work: str, cache_dir: str | None = None, options
     runners = {}
     key = package_key(model.c, c[0].dtype, opts)
     calls = (("prefill", bufs["ids_p"], bufs["pos_p"]), ("decode", bufs["ids_d"], bufs["pos_d"]))
+
+    def load(name, path):
+        if name == "decode" and "prefill" in runners:
+            try:
+                runner = aotirt.load(path, share_constants_with=runners["prefill"])
+                info["decode_shares_prefill_constants"] = True
+                return runner
+            except aotirt.RuntimeLoadError as e:
+                info["decode_shares_prefill_constants"] = f"no: {e}"[:300]
+        return aotirt.load(path)
     for name, ids, pos in (calls[:1] if dynamic else calls):
         # cached per model config, dtype and shapes (a stale package for other shapes is compiled again)
         shape = f"b{ids.shape[0]}_t{'1-' if dynamic else ''}{ids.shape[1]}_s{c[0].shape[2]}"
@@ -532,13 +544,13 @@ def aotirt_decoder(model, bufs, work: str, cache_dir: str | None = None, options
         t0 = time.perf_counter()
         runner = None
         if cache_dir and os.path.exists(path):
-            runner = aotirt.load(path)
+            runner = load(name, path)
             if len(runner.input_names) != 2 + len(c):
                 runner = None
         if runner is None:
             aotirt.compile(model, (ids, pos, *c), path, options=opts,
                            dynamic_shapes=dynamic_shapes(bufs) if dynamic else None)
-            runner = aotirt.load(path)
+            runner = load(name, path)
         info[f"compile_{'dynamic' if dynamic else name}_s"] = round(time.perf_counter() - t0, 1)
         runners[name] = runner
         info[f"{name}_spec"] = {k: v for k, v in runners[name].metadata.items() if k.startswith("aotirt_")}

@@ -399,12 +399,17 @@ class Runner:
 
 
 def load(path: str, device: int = 0, num_instances: int = 1, *, model_name: str = "model",
-         output: str = "auto") -> Runner:
+         output: str = "auto", share_constants_with: "Runner | None" = None) -> Runner:
     """Loads a .pt2 package on GPU `device`; `num_instances` calls may run concurrently. Returns a Runner.
 
     output: the Runner's default output type, "auto" (torch tensors when torch is already imported and the inputs
     are torch tensors, else DLPackTensor objects), "torch" or "dlpack"; each call may override it. Never imports
-    torch unless output="torch"."""
+    torch unless output="torch".
+    share_constants_with: a Runner (loaded on the same device) whose weights this package uses instead of uploading
+    its own, e.g. the prefill and decode packages of one model: one copy of the weights on the GPU. Each of this
+    package's constants must be one of that runner's (same original name, dtype, size and bytes: compared at load),
+    else RuntimeLoadError names the first differences; compare before the other runner changes a buffer it owns.
+    That runner's weights then live as long as this one."""
     output = _check_output(output)
     path = os.fspath(path)
     if not os.path.exists(path):
@@ -415,11 +420,20 @@ def load(path: str, device: int = 0, num_instances: int = 1, *, model_name: str 
         raise InputError(f"device must be a GPU index (int >= 0), got {device!r}")
     if not isinstance(num_instances, int) or num_instances < 1:
         raise InputError(f"num_instances must be an int >= 1, got {num_instances!r}")
+    if share_constants_with is not None:
+        if not isinstance(share_constants_with, Runner):
+            raise InputError(f"share_constants_with must be a Runner that aotirt.load returned, got "
+                             f"{type(share_constants_with).__name__}")
+        if share_constants_with.device_index != device:
+            raise InputError(f"share_constants_with was loaded on cuda:{share_constants_with.device_index}; this "
+                             f"package loads on cuda:{device}: constants are shared on one device only")
     if output == "torch":
         import_torch_for_output()  # before the (slower) load
     native = _native()
     try:
-        model = native.Model(os.path.abspath(path), device, num_instances, model_name)
+        owner = share_constants_with._model if share_constants_with is not None else None
+        model = (native.Model(os.path.abspath(path), device, num_instances, model_name) if owner is None else
+                 native.Model(os.path.abspath(path), device, num_instances, model_name, owner))
     except RuntimeError as e:
         raise RuntimeLoadError(f"cannot load package {path!r}: {e}") from e
     return Runner(model, output=output)

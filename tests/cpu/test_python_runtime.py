@@ -280,6 +280,28 @@ def test_load_takes_the_output_choice(tmp_path, monkeypatch):
     assert aotirt.load(str(pkg)).output == "auto"
 
 
+def test_load_shares_constants_with_a_runner_on_the_same_device_only(tmp_path, monkeypatch):
+    native = FakeNative()
+    monkeypatch.setattr(runtime, "_native", lambda: native)
+    pkg = tmp_path / "m.pt2"
+    pkg.write_bytes(b"x")
+    prefill = aotirt.load(str(pkg))
+    assert len(native.args) == 4  # no owner: the plain load
+    aotirt.load(str(pkg), share_constants_with=prefill)
+    assert native.args[:4] == (str(pkg), 0, 1, "model") and native.args[4] is prefill._model
+    native.args = None
+    with pytest.raises(aotirt.InputError, match="share_constants_with must be a Runner that aotirt.load returned, "
+                                                "got str"):
+        aotirt.load(str(pkg), share_constants_with="prefill.pt2")
+    with pytest.raises(aotirt.InputError, match="share_constants_with was loaded on cuda:0; this package loads on "
+                                                "cuda:1"):
+        aotirt.load(str(pkg), device=1, share_constants_with=prefill)
+    assert native.args is None  # refused before loading anything
+    native.error = RuntimeError("package 'm.pt2': cannot share constants with 'p.pt2': 1 of its constants differ")
+    with pytest.raises(aotirt.RuntimeLoadError, match="cannot share constants with 'p.pt2'"):
+        aotirt.load(str(pkg), share_constants_with=prefill)
+
+
 @pytest.mark.parametrize("bad", ["numpy", "Torch", "", None, 1, "dlpack "])
 def test_invalid_output_values_are_refused_with_the_valid_list(tmp_path, monkeypatch, bad):
     match = r"output=.* is not valid; valid: \['auto', 'torch', 'dlpack'\]"

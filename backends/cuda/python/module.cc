@@ -92,11 +92,13 @@ py::object CapsuleDevice(const py::object& capsule) {
 
 class PyModel {
  public:
-  PyModel(const std::string& path, int device_index, int num_instances, const std::string& model_name) {
+  PyModel(const std::string& path, int device_index, int num_instances, const std::string& model_name,
+          const PyModel* share_constants_with) {
     aotirt::ModelOptions o;
     o.device_index = device_index;
     o.num_instances = num_instances;
     o.model_name = model_name;
+    if (share_constants_with != nullptr) o.share_constants_with = share_constants_with->model_;
     py::gil_scoped_release release;
     model_ = aotirt::Model::Load(path, o);
   }
@@ -159,8 +161,11 @@ PYBIND11_MODULE(_C, m) {
   py::register_exception<aotirt::RuntimeError>(m, "RuntimeError", PyExc_RuntimeError);
 
   py::class_<PyModel>(m, "Model")
-      .def(py::init<const std::string&, int, int, const std::string&>(), py::arg("path"),
-           py::arg("device_index") = 0, py::arg("num_instances") = 1, py::arg("model_name") = "model")
+      .def(py::init<const std::string&, int, int, const std::string&, const PyModel*>(), py::arg("path"),
+           py::arg("device_index") = 0, py::arg("num_instances") = 1, py::arg("model_name") = "model",
+           py::arg("share_constants_with") = nullptr,
+           "share_constants_with: another Model whose constants this one takes (aotirt::ModelOptions)")
+      .def_property_readonly("shares_constants", [](const PyModel& s) { return s.model().constants_owner() != nullptr; })
       .def("run", &PyModel::Run, py::arg("inputs"), py::arg("stream") = 0,
            "Runs on `stream` (cudaStream_t as int). Inputs: DLPack capsules; returns DLPack capsules.")
       .def_property_readonly("input_names", [](const PyModel& s) { return s.model().input_names(); })

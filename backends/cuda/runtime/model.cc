@@ -35,6 +35,8 @@ struct Model::Api {
   Err (*constant_from_folded)(Handle, size_t, bool*) = nullptr;
   Err (*extract_constants)(Handle, Handle, bool) = nullptr;
   Err (*update_user_managed_pairs)(Handle, const void*, size_t, bool, bool) = nullptr;
+  Err (*constant_dtype)(Handle, size_t, int32_t*) = nullptr;
+  Err (*constant_data_size)(Handle, size_t, size_t*) = nullptr;
 };
 
 namespace {
@@ -130,7 +132,11 @@ std::shared_ptr<Model> Model::Load(const std::string& package_path, const ModelO
   ScopedDevice on_device(options.device_index);
   m->CreateContainer();
   m->ReadInputsAndOutputs();
-  m->UploadConstants();
+  if (options.share_constants_with) {
+    m->ShareConstants(*options.share_constants_with);
+  } else {
+    m->UploadConstants();
+  }
   return m;
 }
 
@@ -163,6 +169,9 @@ void Model::ResolveApi() {
   Resolve(lib, "AOTInductorModelContainerExtractConstantsMap", &a.extract_constants, pkg, false);
   Resolve(lib, "AOTInductorModelContainerUpdateUserManagedConstantBufferPairs", &a.update_user_managed_pairs, pkg,
           false);
+  // For constants shared with another model (ModelOptions::share_constants_with): what to compare.
+  Resolve(lib, "AOTInductorModelContainerGetConstantDtype", &a.constant_dtype, pkg, false);
+  Resolve(lib, "AOTInductorModelContainerGetConstantDataSize", &a.constant_data_size, pkg, false);
 }
 
 void Model::CreateContainer() {
@@ -242,6 +251,140 @@ void Model::UploadConstants() {
     (void)gpuGetLastError();
     throw RuntimeError("package '" + c.path + "': uploading constants failed: " + gpuGetErrorString(e));
   }
+}
+
+namespace {
+
+// Bytes per element of a c10 dtype code (0 for a code the shims do not store).
+int64_t ElementBytes(int32_t dtype) {
+  switch (dtype) {
+    case 0: case 1: case 11: return 1;   // uint8, int8, bool
+    case 2: case 5: case 15: return 2;   // int16, float16, bfloat16
+    case 3: case 6: return 4;            // int32, float32
+    case 4: case 7: return 8;            // int64, float64
+    default: return 0;
+  }
+}
+
+// The bytes a strided tensor's elements span (0 if it has none).
+int64_t SpanBytes(AtenTensorHandle t) {
+  int64_t dim = 0, *sizes = nullptr, *strides = nullptr;
+  int32_t dtype = 0;
+  CheckShim(aoti_torch_get_dim(t, &dim), "reading a shared constant's rank");
+  CheckShim(aoti_torch_get_sizes(t, &sizes), "reading a shared constant's sizes");
+  CheckShim(aoti_torch_get_strides(t, &strides), "reading a shared constant's strides");
+  CheckShim(aoti_torch_get_dtype(t, &dtype), "reading a shared constant's dtype");
+  int64_t last = 0;
+  for (int64_t d = 0; d < dim; ++d) {
+    if (sizes[d] == 0) return 0;
+    last += (sizes[d] - 1) * strides[d];
+  }
+  return (last + 1) * ElementBytes(dtype);
+}
+
+}  // namespace
+
+// Points this model's container at `owner`'s constants (user-managed: no copy, no device memory of its own) after
+// checking that each is the same tensor as this package's own: matched by original FQN, the same dtype and byte
+// size, the same bytes as this package's weights blob holds for it (read in the container's constant order, as
+// AOTInductor's load_constants walks the blob: folded constants skipped, each non-folded one data_size bytes).
+void Model::ShareConstants(const Model& owner) {
+  const PackageContents& c = package_->contents();
+  const Api& a = *api_;
+  const std::string pkg = "package '" + c.path + "'";
+  const std::string other = "'" + owner.package().path + "'";
+  if (owner.device_index() != options_.device_index)
+    throw RuntimeError(pkg + ": cannot share constants with " + other + ", loaded on cuda:" +
+                       std::to_string(owner.device_index()) + ", from cuda:" + std::to_string(options_.device_index));
+  const Api& oa = *owner.api_;
+  if (!a.constant_name || !a.constant_fqn || !a.constant_from_folded || !a.constant_dtype || !a.constant_data_size ||
+      !a.update_user_managed_pairs || !oa.extract_constants)
+    throw RuntimeError(pkg + ": its wrapper (or " + other + "'s) cannot share constants between packages (torch "
+                       "too old)");
+  size_t n = 0;
+  CheckRt(a.num_constants(container_, &n), "reading the constant count");
+  constants_owner_ = options_.share_constants_with;
+  if (n == 0) return;
+  if (c.weights_entry.empty())
+    throw RuntimeError(pkg + ": the model has " + std::to_string(n) + " constants but the package carries no "
+                       "weights blob to compare the shared ones with");
+  const std::vector<uint8_t> blob = package_->Read(c.weights_entry);
+  std::unordered_map<std::string, AtenTensorHandle> by_fqn;
+  owner.CheckRt(oa.extract_constants(owner.container_, reinterpret_cast<Handle>(&by_fqn), false),
+                "extracting the constants to share");
+  struct Entry {
+    const char* name;
+    AtenTensorHandle handle;
+  };
+  std::vector<Entry> pairs;
+  std::vector<std::string> differ;
+  std::vector<uint8_t> host;
+  size_t offset = 0, shared_bytes = 0;
+  for (size_t i = 0; i < n; ++i) {
+    bool folded = false;
+    CheckRt(a.constant_from_folded(container_, i, &folded), "reading constant " + std::to_string(i));
+    if (folded) continue;  // computed by this model's own constant folding, from the shared ones
+    const char *name = nullptr, *fqn = nullptr;
+    int32_t dtype = -1;
+    size_t size = 0;
+    CheckRt(a.constant_name(container_, i, &name), "reading the name of constant " + std::to_string(i));
+    CheckRt(a.constant_fqn(container_, i, &fqn), "reading the FQN of constant " + std::to_string(i));
+    CheckRt(a.constant_dtype(container_, i, &dtype), "reading the dtype of constant " + std::to_string(i));
+    CheckRt(a.constant_data_size(container_, i, &size), "reading the size of constant " + std::to_string(i));
+    const std::string what = std::string(fqn ? fqn : "?");
+    if (offset + size > blob.size())
+      throw RuntimeError(pkg + ": its weights blob ends before constant " + what + " (" + std::to_string(blob.size()) +
+                         " bytes)");
+    const uint8_t* mine = blob.data() + offset;
+    offset += size;
+    auto it = by_fqn.find(fqn ? fqn : "");
+    if (it == by_fqn.end() || name == nullptr) {
+      differ.push_back(what + " (not a constant of " + other + ")");
+      continue;
+    }
+    AtenTensorHandle theirs = it->second;
+    int32_t their_dtype = -1, their_device = -1;
+    CheckShim(aoti_torch_get_dtype(theirs, &their_dtype), "reading a shared constant's dtype");
+    CheckShim(aoti_torch_get_device_type(theirs, &their_device), "reading a shared constant's device");
+    const int64_t their_bytes = SpanBytes(theirs);
+    if (their_dtype != dtype || their_bytes != static_cast<int64_t>(size)) {
+      differ.push_back(what + " (dtype code " + std::to_string(their_dtype) + ", " + std::to_string(their_bytes) +
+                       " bytes there; dtype code " + std::to_string(dtype) + ", " + std::to_string(size) + " here)");
+      continue;
+    }
+    if (size > 0) {
+      void* data = nullptr;
+      CheckShim(aoti_torch_get_data_ptr(theirs, &data), "reading a shared constant's data pointer");
+      const uint8_t* bytes = static_cast<const uint8_t*>(data);
+      if (their_device != aoti_torch_device_type_cpu()) {
+        host.resize(size);
+        gpuError_t e = gpuMemcpyAsync(host.data(), data, size, gpuMemcpyDeviceToHost, nullptr);
+        if (e == gpuSuccess) e = gpuStreamSynchronize(nullptr);
+        if (e != gpuSuccess) {
+          (void)gpuGetLastError();
+          throw RuntimeError(pkg + ": reading " + other + "'s constant " + what + " failed: " + gpuGetErrorString(e));
+        }
+        bytes = host.data();
+      }
+      if (std::memcmp(bytes, mine, size) != 0) {
+        differ.push_back(what + " (other values)");
+        continue;
+      }
+    }
+    shared_bytes += size;
+    pairs.push_back({name, theirs});
+  }
+  if (!differ.empty()) {
+    constants_owner_.reset();
+    std::string list;
+    for (size_t i = 0; i < differ.size() && i < 5; ++i) list += (i ? "; " : "") + differ[i];
+    throw RuntimeError(pkg + ": cannot share constants with " + other + ": " + std::to_string(differ.size()) +
+                       " of its constants differ: " + list + (differ.size() > 5 ? "; ..." : "") +
+                       ". Load it without share_constants_with (its own copy of the weights)");
+  }
+  CheckRt(a.update_user_managed_pairs(container_, pairs.data(), pairs.size(), false, false),
+          "taking " + std::to_string(pairs.size()) + " constants (" + std::to_string(shared_bytes) + " bytes) from " +
+              other);
 }
 
 void Model::DestroyContainer(void* container) const noexcept {

@@ -53,15 +53,22 @@ class AOTIRT_RUNTIME_API Package {
   std::map<std::string, std::pair<uint64_t, uint64_t>> positions_;  // entry -> minizip position (directory, index)
 };
 
+class WrapperLibrary;
+class Model;
+
 struct ModelOptions {
   int32_t device_index = 0;
   // Model instances in the container: that many Run() calls may execute concurrently.
   int32_t num_instances = 1;
   std::string model_name = "model";
+  // Another loaded model whose constants this one takes instead of uploading its own (e.g. the prefill and decode
+  // packages of one LLM: one copy of the weights). Every constant of this package must be one of that model's, by
+  // original FQN, with the same dtype, byte size and bytes (compared at load against this package's weights blob);
+  // otherwise the load fails naming the first differences. The other model then stays alive as long as this one.
+  // Compare before the other model mutates a buffer it owns (e.g. a KV cache registered as a buffer): the bytes
+  // would differ.
+  std::shared_ptr<const Model> share_constants_with;
 };
-
-class WrapperLibrary;
-class Model;
 
 // An extra model container over a model's loaded library (Model::NewSiblingContainer), sharing its constants.
 // Owning: destroying it destroys the container; it keeps its model (and so the library) alive.
@@ -108,6 +115,8 @@ class AOTIRT_RUNTIME_API Model : public std::enable_shared_from_this<Model> {
   std::unique_ptr<SiblingContainer> NewSiblingContainer() const;
   std::vector<TensorPtr> RunOn(const SiblingContainer& container, const std::vector<AtenTensorHandle>& inputs,
                                void* stream) const;
+  // The model whose constants this one uses (ModelOptions::share_constants_with), or nullptr.
+  const Model* constants_owner() const { return constants_owner_.get(); }
 
  private:
   friend class SiblingContainer;
@@ -118,6 +127,7 @@ class AOTIRT_RUNTIME_API Model : public std::enable_shared_from_this<Model> {
   void CreateContainer();
   void ReadInputsAndOutputs();
   void UploadConstants();
+  void ShareConstants(const Model& owner);
   std::vector<TensorPtr> RunContainer(void* container, const std::vector<AtenTensorHandle>& inputs,
                                       void* stream) const;
   TensorPtr CheckedInput(size_t i, AtenTensorHandle in, void* stream) const;
@@ -140,6 +150,8 @@ class AOTIRT_RUNTIME_API Model : public std::enable_shared_from_this<Model> {
   std::vector<InputSpec> input_specs_;
   // float32 GEMM precision recorded at compile time: -1 = process default, 0 = full fp32, 1 = TF32 ("high").
   int32_t tf32_mode_ = -1;
+  // The model whose constants the container uses (declared last: released after the container is destroyed).
+  std::shared_ptr<const Model> constants_owner_;
 };
 
 // How this process's wrapper libraries were loaded: `loaded` fresh, `reused` (a dropped model's wrapper of the same
