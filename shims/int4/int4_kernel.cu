@@ -80,6 +80,9 @@ __global__ void __launch_bounds__(kWarps * 32) Int4MmKernel(const __nv_bfloat16*
 #pragma unroll
   for (int r = 0; r < kRows; ++r) acc[r] = 0.f;
   const int32_t* bt = b + (static_cast<int64_t>(tile) * k_outer * 32 + lane) * kWords;
+  // kFast also unrolls the k-loop 4 times, so a warp has the next steps' weight loads in flight while it computes
+  // (at m = 1 the kernel streams the weights; the order of the sums is the same).
+#pragma unroll(kFast ? 4 : 1)
   for (int o = warp; o < k_outer; o += kWarps) {
     uint32_t words[kWords];
     LoadWords<kWords>(bt + static_cast<int64_t>(o) * 32 * kWords, words);

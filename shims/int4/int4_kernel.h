@@ -24,8 +24,9 @@ struct Int4MmParams {
   const void* scales_and_zeros = nullptr;  // bfloat16 [k / group_size, n, 2], contiguous
   void* out = nullptr;                     // bfloat16 [m, n], contiguous
   // The int4 kernel's dequantization without int-to-float conversions (the same values bit for bit: q - 8 from a
-  // float's mantissa, two bfloat16 roundings per instruction). Experimental, off by default until its GPU tests and
-  // benchmarks/int4.py have run (AOTIRT_INT4_FAST_DEQUANT=1 turns it on; shim_int4.cc).
+  // float's mantissa, two bfloat16 roundings per instruction) and its k-loop unrolled 4 times (more weight loads in
+  // flight; the same order of sums). Experimental, off by default until its GPU tests and benchmarks/int4.py have
+  // run (AOTIRT_INT4_FAST_DEQUANT=1 turns it on; shim_int4.cc).
   bool fast_dequant = false;
 };
 
