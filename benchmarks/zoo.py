@@ -54,7 +54,7 @@ SPECS = ("quick", "default", "both")
 # The rows --spec default adds: one model of each family, lowered with aotirt.CompileOptions() (max_autotune ON).
 # hf_mixtral's grouped GEMMs run only there (Inductor's Triton template; with max_autotune OFF they are refused).
 DEFAULT_SPEC = ("resnet50", "convnext_tiny", "vit_b_16", "hf_bert", "hf_llama", "hf_whisper_encoder",
-                "hf_siglip_vision", "hf_mixtral", "pat_topk_sampling", "pat_embedding_bag")
+                "hf_siglip_vision", "hf_mixtral", "pat_topk_sampling", "pat_embedding_bag", "pat_moe_experts")
 SEQ, VOCAB, IMG = 64, 8192, 224
 WARMUP = 3
 
@@ -71,13 +71,14 @@ class Entry:
     makes the model `skipped` with the reason.
       shape  the inputs, in words (for --list and the table)
       bf16   part of the bf16 subset (--dtype bf16|both)
+      fp32   has fp32 rows (False for a bfloat16-only model: its rows are the bf16 ones)
       tol    (atol, rtol) overriding TOL for fp32 (bf16 scales TOL["bf16"] the same way)
     (A plain class: the module is also loaded by path, where a dataclass would need it in sys.modules.)"""
 
     def __init__(self, name: str, source: str, build: Callable[[Any], Any], inputs: Callable[[Any], tuple],
-                 shape: str, bf16: bool = True, tol: tuple | None = None, note: str = ""):
+                 shape: str, bf16: bool = True, tol: tuple | None = None, note: str = "", fp32: bool = True):
         self.name, self.source, self.build, self.inputs, self.shape = name, source, build, inputs, shape
-        self.bf16, self.tol, self.note = bf16, tol, note
+        self.bf16, self.tol, self.note, self.fp32 = bf16, tol, note, fp32
 
     def __repr__(self) -> str:
         return f"Entry({self.name!r}, {self.source!r})"
@@ -225,6 +226,25 @@ def _sdpa(self, torch, q, k, v):
     return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
 
 
+def _moe_params(torch, self):
+    g = torch.Generator().manual_seed(0)
+    self.w_up = torch.nn.Parameter(torch.randn(8, 128, 256, generator=g) / 128 ** 0.5)
+    self.w_down = torch.nn.Parameter(torch.randn(8, 256, 128, generator=g) / 256 ** 0.5)
+
+
+def _moe_experts(self, torch, x, logits):
+    # transformers' grouped-GEMM experts: top-2 of 8 experts, the (token, expert) pairs sorted by expert, the group
+    # offsets from histc + cumsum, two grouped GEMMs, the weighted rows added back per token. The router logits are
+    # an input (distinct integers): eager and the package route alike.
+    weights, idx = torch.topk(torch.softmax(logits.float(), -1), 2, dim=-1)
+    ids, perm = torch.sort(idx.reshape(-1))
+    counts = torch.histc(ids.int() if ids.is_cuda else ids.float(), bins=8, min=0, max=7)  # as transformers does
+    offs = torch.cumsum(counts, 0, dtype=torch.int32)
+    h = torch.nn.functional.silu(torch._grouped_mm(x[perm // 2], self.w_up, offs=offs))
+    y = torch._grouped_mm(h, self.w_down, offs=offs) * weights.reshape(-1)[perm, None].to(x.dtype)
+    return torch.zeros_like(x).index_add(0, perm // 2, y)
+
+
 def _unique_floats(torch, *shape):
     n = 1
     for d in shape:
@@ -281,6 +301,10 @@ def _patterns() -> list:
         E("pat_where_clamp", "pattern",
           _pattern(lambda s, t, x: (t.where(x > 0, x, x * 0.1).clamp(-1, 1), t.amax(x, -1), t.logsumexp(x, -1))),
           lambda t: (torch_randn(t, 8, 4096),), "x [8,4096]", note="where, clamp, amax, logsumexp"),
+        E("pat_moe_experts", "pattern", _pattern(_moe_experts, _moe_params),
+          lambda t: (torch_randn(t, 64, 128), (t.randperm(512, generator=_gen(t)) - 256).float().reshape(64, 8)),
+          "x [64,128], router logits [64,8]", fp32=False,
+          note="top-2 of 8 experts: topk, sort, histc, cumsum, grouped GEMMs (bfloat16 only, as aten._grouped_mm)"),
     ]
 
 
@@ -427,7 +451,7 @@ def row_keys(entries: list, dtype: str, spec: str = "quick") -> list:
     rows, default = [], []
     for e in entries:
         for key, d in ((e.name, "fp32"), (f"{e.name}@bf16", "bf16")):
-            if dtype not in (d, "both") or (d == "bf16" and not e.bf16):
+            if dtype not in (d, "both") or (d == "bf16" and not e.bf16) or (d == "fp32" and not e.fp32):
                 continue
             if spec in ("quick", "both"):
                 rows.append((key, e, d))
@@ -450,7 +474,8 @@ def spec_of(key: str) -> str:
 def list_text(entries: list) -> str:
     lines = [f"{len(entries)} models ({', '.join(f'{s}: {n}' for s, n in collections.Counter(e.source for e in entries).items())})"]
     for e in entries:
-        lines.append(f"  {e.name:30s} {e.source:13s} {e.shape}{'' if e.bf16 else '  (fp32 only)'}"
+        only = "" if e.bf16 and e.fp32 else "  (fp32 only)" if e.fp32 else "  (bf16 only)"
+        lines.append(f"  {e.name:30s} {e.source:13s} {e.shape}{only}"
                      f"{'  -- ' + e.note if e.note else ''}")
     return "\n".join(lines)
 

@@ -188,6 +188,25 @@ def test_the_default_spec_rows_come_after_the_quick_ones_for_the_default_spec_su
     assert zoo.parse_args([]).spec == "quick" and zoo.parse_args(["--spec", "both"]).spec == "both"
 
 
+def test_a_bf16_only_model_has_only_bf16_rows_and_exports_on_the_cpu():
+    e = zoo.by_name()["pat_moe_experts"]
+    assert not e.fp32 and e.bf16 and "pat_moe_experts" in zoo.DEFAULT_SPEC
+    assert [k for k, _, _ in zoo.row_keys([e], "fp32")] == []
+    assert [k for k, _, _ in zoo.row_keys([e], "both", "both")] == ["pat_moe_experts@bf16",
+                                                                    "pat_moe_experts@bf16+default"]
+    assert "(bf16 only)" in zoo.list_text([e])
+    torch = pytest.importorskip("torch")
+    if not hasattr(torch, "_grouped_mm"):
+        pytest.skip("this torch has no _grouped_mm")
+    from aotirt import platforms
+    model, inputs = zoo.build_entry(torch, e, "bf16", "cpu")
+    assert len(set(inputs[1].float().flatten().tolist())) == inputs[1].numel()  # distinct router logits: no ties
+    ep = torch.export.export(model, inputs)
+    assert platforms.model_features(ep.graph).grouped_mm == (("bfloat16", False), ("bfloat16", False))
+    with torch.no_grad():
+        assert torch.equal(ep.module()(*inputs), model(*inputs))
+
+
 def test_lower_one_passes_the_rows_spec_to_aotirt(monkeypatch, tmp_path):
     import aotirt
     seen = []
