@@ -466,26 +466,26 @@ def check_gpu(opts, gpu: GpuProperties, target: str, features: ModelFeatures | N
     Convolutions then need the ATen fallback (max_autotune OFF or ATEN among max_autotune_conv_backends), so they are
     refused where the manifest lacks its shim (conv_shims_missing) and otherwise only without one of those two.
     Grouped GEMMs (check_grouped_mm) need a CUDA GPU of compute capability 9.0+ for Inductor's Triton template."""
-    if features is not None and features.grouped_mm and target != "rocm" and \
-            (gpu.major, gpu.minor) < GROUPED_MM_MIN_CAPABILITY and \
-            GROUPED_MM_SHIM not in supported_shims(platform_key(getattr(opts, "platform", "linux"), target), manifest):
+    key = platform_key(getattr(opts, "platform", "linux"), target)
+    features = features if features is not None else ModelFeatures(gemms=("unknown",))
+    # grouped GEMMs that only Inductor's Triton template can run (check_grouped_mm)
+    template_only = bool(features.grouped_mm) and GROUPED_MM_SHIM not in supported_shims(key, manifest)
+    if template_only and target != "rocm" and (gpu.major, gpu.minor) < GROUPED_MM_MIN_CAPABILITY:
         raise SmallGpuError(f"{gpu.name} has compute capability {gpu.major}.{gpu.minor}; the model's grouped GEMMs "
                             f"(aten._grouped_mm) run on Inductor's Triton grouped-GEMM template, which Inductor offers "
                             f"from 9.0 (Hopper) on, and their ATen fallback {GROUPED_MM_SHIM} is in no aotirt shim "
                             f"library: lower the model on a GPU of compute capability 9.0+")
     if triton_templates_available(gpu, target):
         return
-    features = features if features is not None else ModelFeatures(gemms=("unknown",))
-    if not features.gemms and not features.convolutions:
+    if not features.gemms and not features.convolutions and not template_only:
         return  # no template would be asked for
     why = (f"{gpu.name} has {gpu.sm_count} SMs, fewer than the {MIN_SMS_FOR_TRITON_TEMPLATES} Inductor needs for "
            f"its Triton GEMM/convolution templates (is_big_gpu)" if target != "rocm" else
            f"{gpu.name} (arch major {gpu.major}) is not one Inductor uses Triton GEMM templates on (is_big_gpu)")
-    key = platform_key(getattr(opts, "platform", "linux"), target)
     opts = with_platform_defaults(opts, key)
     bigger = ("an MI200/MI300-class GPU" if target == "rocm" else
               f"a GPU with at least {MIN_SMS_FOR_TRITON_TEMPLATES} SMs")
-    if features.grouped_mm and GROUPED_MM_SHIM not in supported_shims(key, manifest):
+    if template_only:
         raise SmallGpuError(f"{why}, and the model's grouped GEMMs (aten._grouped_mm) run only on its Triton "
                             f"grouped-GEMM template (their ATen fallback {GROUPED_MM_SHIM} is in no aotirt shim "
                             f"library): lower the model on {bigger}")

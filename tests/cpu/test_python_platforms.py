@@ -601,5 +601,8 @@ def test_grouped_mm_needs_compute_capability_9_and_a_big_gpu(man):
         platforms.check_gpu(aotirt.CompileOptions(), a100, "cuda", MOE, man)
     platforms.check_gpu(aotirt.CompileOptions(), a100, "cuda", GEMM, man)  # plain GEMMs are fine there
     small_hopper = platforms.GpuProperties("a small sm90", 60, 9, 0)
-    with pytest.raises(aotirt.SmallGpuError, match="fewer than the 68.*grouped GEMMs"):
-        platforms.check_gpu(aotirt.CompileOptions(), small_hopper, "cuda", MOE, man)
+    experts_only = platforms.ModelFeatures(grouped_mm=(("bfloat16", False),))  # no other GEMM in the model
+    for features in (MOE, experts_only):
+        with pytest.raises(aotirt.SmallGpuError, match="fewer than the 68.*grouped GEMMs"):
+            platforms.check_gpu(aotirt.CompileOptions(), small_hopper, "cuda", features, man)
+    platforms.check_gpu(aotirt.CompileOptions(), small_hopper, "cuda", platforms.ModelFeatures(), man)
