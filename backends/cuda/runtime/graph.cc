@@ -36,18 +36,6 @@ void CopyOnStream(AtenTensorHandle dst, AtenTensorHandle src, int32_t device, vo
   if (err != AOTI_TORCH_SUCCESS) throw RuntimeError(what + ": " + msg);
 }
 
-// Bytes per element of the c10 dtype codes the shims store (shims/tensor/dtype.h); 0 for any other code (the
-// strided copy then handles or refuses it). The runtime reaches tensors only through the C ABI, which has no size.
-int64_t ElementBytes(int32_t code) {
-  switch (code) {
-    case 0: case 1: case 11: return 1;  // uint8 int8 bool
-    case 2: case 5: case 15: return 2;  // int16 float16 bfloat16
-    case 3: case 6: return 4;           // int32 float32
-    case 4: case 7: return 8;           // int64 float64
-    default: return 0;
-  }
-}
-
 // Row-major contiguous (size-1 dimensions may have any stride).
 bool Contiguous(const int64_t* sizes, const int64_t* strides, int64_t dim) {
   int64_t expected = 1;

@@ -255,17 +255,6 @@ void Model::UploadConstants() {
 
 namespace {
 
-// Bytes per element of a c10 dtype code (0 for a code the shims do not store).
-int64_t ElementBytes(int32_t dtype) {
-  switch (dtype) {
-    case 0: case 1: case 11: return 1;   // uint8, int8, bool
-    case 2: case 5: case 15: return 2;   // int16, float16, bfloat16
-    case 3: case 6: return 4;            // int32, float32
-    case 4: case 7: return 8;            // int64, float64
-    default: return 0;
-  }
-}
-
 // The bytes a strided tensor's elements span (0 if it has none).
 int64_t SpanBytes(AtenTensorHandle t) {
   int64_t dim = 0, *sizes = nullptr, *strides = nullptr;
@@ -403,6 +392,16 @@ Model::~Model() {
 
 const std::string& Model::library_name() const { return library_->name(); }
 bool Model::library_reused() const { return library_->reused(); }
+
+int64_t ElementBytes(int32_t code) {
+  switch (code) {
+    case 0: case 1: case 11: return 1;  // uint8 int8 bool
+    case 2: case 5: case 15: return 2;  // int16 float16 bfloat16
+    case 3: case 6: return 4;           // int32 float32
+    case 4: case 7: return 8;           // int64 float64
+    default: return 0;
+  }
+}
 
 std::string Dims(const int64_t* sizes, int64_t dim) {
   std::string s = "[";

@@ -202,6 +202,9 @@ class AOTIRT_RUNTIME_API CapturedModel {
 AOTIRT_RUNTIME_API void CheckShim(AOTITorchError err, const std::string& what);
 // "[2, 3]": a shape in error messages.
 std::string Dims(const int64_t* sizes, int64_t dim);
+// Bytes per element of the c10 dtype codes the shims store (shims/tensor/dtype.h); 0 for any other code. The
+// runtime reaches tensors only through the C ABI, which has no element size.
+int64_t ElementBytes(int32_t code);
 
 }  // namespace aotirt
 #endif  // AOTIRT_BACKENDS_CUDA_RUNTIME_RUNTIME_H_
