@@ -16,10 +16,6 @@ namespace aotirt {
 namespace embedding_bag {
 namespace {
 
-const Tensor* Operand(const char* fn, AtenTensorHandle h, const char* what, Meta* m) {
-  return FromHandleMeta(h, fn, what, m);
-}
-
 Scalar ScalarOf(DType d) {
   switch (d) {
     case DType::kFloat16: return Scalar::kFloat16;
@@ -35,12 +31,12 @@ void EmbeddingBag(const char* fn, AtenTensorHandle weight_h, AtenTensorHandle in
                   AtenTensorHandle* ret3) {
   AOTIRT_CHECK(ret0 != nullptr, fn, "the output's return pointer is null");
   Meta mw, mi, mo, mp;
-  const Tensor* weight = Operand(fn, weight_h, "weight", &mw);
-  const Tensor* indices = Operand(fn, indices_h, "indices", &mi);
-  const Tensor* offsets = Operand(fn, offsets_h, "offsets", &mo);
+  const Tensor* weight = FromHandleMeta(weight_h, fn, "weight", &mw);
+  const Tensor* indices = FromHandleMeta(indices_h, fn, "indices", &mi);
+  const Tensor* offsets = FromHandleMeta(offsets_h, fn, "offsets", &mo);
   const Tensor* psw = nullptr;
   if (per_sample_weights_h != nullptr && *per_sample_weights_h != nullptr)
-    psw = Operand(fn, *per_sample_weights_h, "per_sample_weights", &mp);
+    psw = FromHandleMeta(*per_sample_weights_h, fn, "per_sample_weights", &mp);
   const EmbeddingBagPlan p =
       PlanEmbeddingBag(fn, mw, mi, mo, mode, psw != nullptr ? &mp : nullptr, include_last_offset != 0, padding_idx);
   const int32_t dev = CheckCudaOperands(fn, {weight, indices, offsets, psw});

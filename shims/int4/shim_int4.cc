@@ -35,17 +35,13 @@ bool CublasLtLoads(const char* fn) {
   }
 }
 
-const Tensor* Operand(const char* fn, AtenTensorHandle h, const char* what, Meta* m) {
-  return FromHandleMeta(h, fn, what, m);
-}
-
 void Int4Mm(const char* fn, AtenTensorHandle self, AtenTensorHandle mat2, int64_t group_size,
             AtenTensorHandle scales_and_zeros, AtenTensorHandle* ret0) {
   AOTIRT_CHECK(ret0 != nullptr, fn, "the return pointer is null");
   Meta ma, mb, ms;
-  const Tensor* a = Operand(fn, self, "self", &ma);
-  const Tensor* b = Operand(fn, mat2, "mat2", &mb);
-  const Tensor* s = Operand(fn, scales_and_zeros, "qScaleAndZeros", &ms);
+  const Tensor* a = FromHandleMeta(self, fn, "self", &ma);
+  const Tensor* b = FromHandleMeta(mat2, fn, "mat2", &mb);
+  const Tensor* s = FromHandleMeta(scales_and_zeros, fn, "qScaleAndZeros", &ms);
   const Int4MmPlan p = PlanInt4Mm(fn, ma, mb, group_size, ms);
   const int32_t dev = CheckCudaOperands(fn, {a, b, s});
   gpu::DeviceGuard guard(fn, dev);
