@@ -419,6 +419,11 @@ def _registry() -> list:
         E("hf_mixtral", "transformers",
           _hf("MixtralForCausalLM", "MixtralConfig", dict(dec, num_local_experts=4, num_experts_per_tok=2), _lm),
           ids, ids_desc, note="mixture of experts, top-2 routing of 4"),
+        E("hf_fnet", "transformers",
+          _hf("FNetModel", "FNetConfig", dict(hidden_size=256, num_hidden_layers=4, intermediate_size=1024,
+                                              vocab_size=VOCAB, max_position_embeddings=512,
+                                              use_tpu_fourier_optimizations=False), _enc), ids, ids_desc,
+          bf16=False, note="Fourier token mixing: fft2 of the hidden states (cuFFT), .real"),
     ]
     return tv + timm + hf + _patterns()
 

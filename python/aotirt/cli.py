@@ -168,7 +168,8 @@ def cmd_lower() -> int:
 def _random_inputs(torch, runner, device: str) -> list:
     """Inputs of the shapes and dtypes the package records (metadata aotirt_inputs); CliError when it has none."""
     dtypes = {0: torch.uint8, 1: torch.int8, 2: torch.int16, 3: torch.int32, 4: torch.int64, 5: torch.float16,
-              6: torch.float32, 7: torch.float64, 11: torch.bool, 15: torch.bfloat16}
+              6: torch.float32, 7: torch.float64, 9: torch.complex64, 10: torch.complex128, 11: torch.bool,
+              15: torch.bfloat16}
     try:
         recorded = json.loads(runner.metadata.get("aotirt_inputs", ""))
     except ValueError:
@@ -178,7 +179,8 @@ def _random_inputs(torch, runner, device: str) -> list:
     out = []
     for e in recorded:
         dt = dtypes[e["dtype"]]
-        t = (torch.randn(e["shape"], device=device).to(dt) if dt.is_floating_point
+        t = (torch.randn(e["shape"], device=device, dtype=dt) if dt.is_complex
+             else torch.randn(e["shape"], device=device).to(dt) if dt.is_floating_point
              else torch.zeros(e["shape"], device=device, dtype=dt))
         out.append(torch.as_strided(t.contiguous(), e["shape"], e["strides"]) if e.get("strides") else t)
     return out

@@ -223,7 +223,7 @@ def align_sdpa_layouts(torch, ep, nodes: list | None = None) -> int:
 
 # c10 dtype codes (what the shims and the runtime use).
 _C10_CODES = {"uint8": 0, "int8": 1, "int16": 2, "int32": 3, "int64": 4, "float16": 5, "float32": 6, "float64": 7,
-              "bool": 11, "bfloat16": 15}
+              "complex64": 9, "complex128": 10, "bool": 11, "bfloat16": 15}
 
 
 def user_input_values(ep) -> list:

@@ -80,10 +80,12 @@ def nvidia_wheel_lib_dirs(subdirs=("cu13/lib", "cublas/lib")) -> list:
 
 
 def _add_nvidia_wheel_dirs(mod) -> None:
-    """Points the shims' vendor-library loaders (cuBLASLt for GEMMs, cuDNN for attention) at the NVIDIA wheel
-    folders (they also search the loader path). Nothing is loaded here: each library is opened on first use."""
+    """Points the shims' vendor-library loaders (cuBLASLt for GEMMs, cuDNN for attention and convolution, cuFFT for
+    FFTs) at the NVIDIA wheel folders (they also search the loader path). Nothing is loaded here: each library is
+    opened on first use."""
     for adder_name, subdirs in (("add_cublaslt_search_dir", ("cu13/lib", "cublas/lib")),
-                                ("add_cudnn_search_dir", ("cudnn/lib",))):
+                                ("add_cudnn_search_dir", ("cudnn/lib",)),
+                                ("add_cufft_search_dir", ("cu13/lib", "cufft/lib"))):
         adder = getattr(mod, adder_name, None)
         if adder is None:
             continue

@@ -1,6 +1,6 @@
 // Strided N-d copy with dtype conversion. One kernel, dtypes switched at run time (uniform per launch, so the
-// branch costs nothing per warp). Integers go through int64, everything else through double, as ATen's casts do
-// for every value the two types share.
+// branch costs nothing per warp). Integers go through int64, everything else through double (complex values through
+// a pair of doubles), as ATen's casts do for every value the two types share.
 // Vendor-neutral through vendor.h: nvcc builds it for CUDA, hipcc (AOTIRT_USE_HIP) for ROCm.
 #include "shims/cuda/copy_kernel.h"
 #include "shims/cuda/vendor.h"
@@ -9,7 +9,9 @@ namespace aotirt {
 namespace gpu {
 namespace {
 
-enum Code : int32_t { U8 = 0, I8 = 1, I16 = 2, I32 = 3, I64 = 4, F16 = 5, F32 = 6, F64 = 7, B = 11, BF16 = 15 };
+enum Code : int32_t {
+  U8 = 0, I8 = 1, I16 = 2, I32 = 3, I64 = 4, F16 = 5, F32 = 6, F64 = 7, C64 = 9, C128 = 10, B = 11, BF16 = 15
+};
 
 __device__ __forceinline__ bool IsIntegral(int32_t c) { return c <= I64 || c == B; }
 
@@ -57,6 +59,36 @@ __device__ __forceinline__ void StoreFloat(void* base, int64_t i, int32_t c, dou
   }
 }
 
+__device__ __forceinline__ bool IsComplexCode(int32_t c) { return c == C64 || c == C128; }
+
+// Casts to or from a complex type, as c10's casts: a real value becomes (v, 0) (an integer through float32 for
+// complex64, one rounding); a complex value becomes its real part, or re != 0 || im != 0 for bool.
+__device__ __forceinline__ void CastComplex(const CopyParams& p, int64_t di, int64_t si) {
+  double re, im = 0.0;
+  if (p.src_dtype == C64) {
+    re = static_cast<const float*>(p.src)[2 * si];
+    im = static_cast<const float*>(p.src)[2 * si + 1];
+  } else if (p.src_dtype == C128) {
+    re = static_cast<const double*>(p.src)[2 * si];
+    im = static_cast<const double*>(p.src)[2 * si + 1];
+  } else if (IsIntegral(p.src_dtype) && p.dst_dtype == C64) {
+    re = static_cast<float>(LoadInt(p.src, si, p.src_dtype));
+  } else {
+    re = LoadFloat(p.src, si, p.src_dtype);
+  }
+  if (p.dst_dtype == C64) {
+    static_cast<float*>(p.dst)[2 * di] = static_cast<float>(re);
+    static_cast<float*>(p.dst)[2 * di + 1] = static_cast<float>(im);
+  } else if (p.dst_dtype == C128) {
+    static_cast<double*>(p.dst)[2 * di] = re;
+    static_cast<double*>(p.dst)[2 * di + 1] = im;
+  } else if (p.dst_dtype == B) {
+    static_cast<uint8_t*>(p.dst)[di] = re != 0.0 || im != 0.0;
+  } else {
+    StoreFloat(p.dst, di, p.dst_dtype, re);
+  }
+}
+
 __global__ void StridedCopyKernel(CopyParams p) {
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t linear = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; linear < p.numel;
@@ -76,9 +108,15 @@ __global__ void StridedCopyKernel(CopyParams p) {
           static_cast<uint16_t*>(p.dst)[di] = static_cast<const uint16_t*>(p.src)[si]; break;
         case I32: case F32:
           static_cast<uint32_t*>(p.dst)[di] = static_cast<const uint32_t*>(p.src)[si]; break;
+        case C128:  // two 8-byte words: a blob's complex128 data need only be 8-byte aligned
+          static_cast<uint64_t*>(p.dst)[2 * di] = static_cast<const uint64_t*>(p.src)[2 * si];
+          static_cast<uint64_t*>(p.dst)[2 * di + 1] = static_cast<const uint64_t*>(p.src)[2 * si + 1];
+          break;
         default:
           static_cast<uint64_t*>(p.dst)[di] = static_cast<const uint64_t*>(p.src)[si]; break;
       }
+    } else if (IsComplexCode(p.src_dtype) || IsComplexCode(p.dst_dtype)) {
+      CastComplex(p, di, si);
     } else if (IsIntegral(p.src_dtype) && IsIntegral(p.dst_dtype)) {
       StoreInt(p.dst, di, p.dst_dtype, LoadInt(p.src, si, p.src_dtype));
     } else if (IsIntegral(p.src_dtype) && p.dst_dtype != F64) {

@@ -100,6 +100,8 @@ AOTIRT_EXPORT int32_t aoti_torch_dtype_int16(void) { return static_cast<int32_t>
 AOTIRT_EXPORT int32_t aoti_torch_dtype_int32(void) { return static_cast<int32_t>(DType::kInt32); }
 AOTIRT_EXPORT int32_t aoti_torch_dtype_int64(void) { return static_cast<int32_t>(DType::kInt64); }
 AOTIRT_EXPORT int32_t aoti_torch_dtype_bool(void) { return static_cast<int32_t>(DType::kBool); }
+AOTIRT_EXPORT int32_t aoti_torch_dtype_complex64(void) { return static_cast<int32_t>(DType::kComplex64); }
+AOTIRT_EXPORT int32_t aoti_torch_dtype_complex128(void) { return static_cast<int32_t>(DType::kComplex128); }
 AOTIRT_EXPORT int32_t aoti_torch_device_type_cpu(void) { return aotirt::kDeviceCPU; }
 AOTIRT_EXPORT int32_t aoti_torch_device_type_cuda(void) { return aotirt::kDeviceCUDA; }
 AOTIRT_EXPORT int32_t aoti_torch_layout_strided(void) { return aotirt::kLayoutStrided; }
@@ -209,6 +211,49 @@ AOTIRT_EXPORT AOTITorchError aoti_torch_new_tensor_handle(AtenTensorHandle orig_
     Tensor* t = FromHandle(orig_handle, fn, "orig_handle");
     AOTIRT_CHECK(new_handle != nullptr, fn, "new_handle is null");
     *new_handle = ToHandle(new Tensor(t->storage(), t->sizes(), t->strides(), t->storage_offset(), t->dtype()));
+  })
+}
+
+// torch.view_as_real / torch.view_as_complex (c_shim_cuda.h names; pure metadata, any device): the same storage seen
+// as (real, imag) pairs. torch's checks and messages.
+AOTIRT_EXPORT AOTITorchError aoti_torch_cuda_view_as_real(AtenTensorHandle self, AtenTensorHandle* ret0) {
+  static const char* fn = "aoti_torch_cuda_view_as_real";
+  AOTIRT_SHIM_BOUNDARY(fn, {
+    Tensor* t = FromHandle(self, fn, "self");
+    AOTIRT_CHECK(ret0 != nullptr, fn, "ret0 is null");
+    AOTIRT_CHECK(aotirt::IsComplex(t->dtype()), fn, "view_as_real is only supported for complex tensors, got ",
+                 t->Describe());
+    std::vector<int64_t> sizes = t->sizes(), strides = t->strides();
+    for (int64_t& s : strides) s *= 2;
+    sizes.push_back(2);
+    strides.push_back(1);
+    *ret0 = ToHandle(new Tensor(t->storage(), std::move(sizes), std::move(strides), t->storage_offset() * 2,
+                                aotirt::RealOfComplex(t->dtype())));
+  })
+}
+
+AOTIRT_EXPORT AOTITorchError aoti_torch_cuda_view_as_complex(AtenTensorHandle self, AtenTensorHandle* ret0) {
+  static const char* fn = "aoti_torch_cuda_view_as_complex";
+  AOTIRT_SHIM_BOUNDARY(fn, {
+    Tensor* t = FromHandle(self, fn, "self");
+    AOTIRT_CHECK(ret0 != nullptr, fn, "ret0 is null");
+    AOTIRT_CHECK_NOT_SUPPORTED(t->dtype() != DType::kFloat16, fn, "view_as_complex of a float16 tensor makes "
+                               "complex32, which this library does not store");
+    AOTIRT_CHECK(t->dtype() == DType::kFloat32 || t->dtype() == DType::kFloat64, fn,
+                 "view_as_complex is only supported for float, double and half tensors, but got a tensor of scalar "
+                 "type: ", aotirt::DTypeName(static_cast<int32_t>(t->dtype())));
+    AOTIRT_CHECK(t->dim() > 0, fn, "Input tensor must have one or more dimensions");
+    AOTIRT_CHECK(t->sizes().back() == 2, fn, "Tensor must have a last dimension of size 2");
+    AOTIRT_CHECK(t->strides().back() == 1, fn, "Tensor must have a last dimension with stride 1");
+    std::vector<int64_t> sizes(t->sizes().begin(), t->sizes().end() - 1);
+    std::vector<int64_t> strides(t->strides().begin(), t->strides().end() - 1);
+    for (int64_t& s : strides) {
+      AOTIRT_CHECK(s % 2 == 0, fn, "Tensor must have a stride divisible by 2 for all but last dimension");
+      s /= 2;
+    }
+    AOTIRT_CHECK(t->storage_offset() % 2 == 0, fn, "Tensor must have a storage_offset divisible by 2");
+    *ret0 = ToHandle(new Tensor(t->storage(), std::move(sizes), std::move(strides), t->storage_offset() / 2,
+                                aotirt::ComplexOfReal(t->dtype())));
   })
 }
 

@@ -19,7 +19,10 @@ int64_t ElementSize(DType dtype) {
       return 4;
     case DType::kInt64:
     case DType::kFloat64:
+    case DType::kComplex64:
       return 8;
+    case DType::kComplex128:
+      return 16;
   }
   return 0;
 }
@@ -36,8 +39,24 @@ const char* DTypeName(int32_t code) {
     case DType::kFloat64: return "float64";
     case DType::kBool: return "bool";
     case DType::kBFloat16: return "bfloat16";
+    case DType::kComplex64: return "complex64";
+    case DType::kComplex128: return "complex128";
   }
   return "unsupported";
+}
+
+bool IsComplex(DType dtype) { return dtype == DType::kComplex64 || dtype == DType::kComplex128; }
+
+DType RealOfComplex(DType complex) {
+  if (complex == DType::kComplex64) return DType::kFloat32;
+  if (complex == DType::kComplex128) return DType::kFloat64;
+  return DType::kBool;
+}
+
+DType ComplexOfReal(DType real) {
+  if (real == DType::kFloat32) return DType::kComplex64;
+  if (real == DType::kFloat64) return DType::kComplex128;
+  return DType::kBool;
 }
 
 std::string DeviceName(int32_t device_type, int32_t device_index) {

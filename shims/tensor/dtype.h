@@ -17,6 +17,8 @@ enum class DType : int32_t {
   kFloat16 = 5,
   kFloat32 = 6,
   kFloat64 = 7,
+  kComplex64 = 9,   // c10::complex<float>: (real, imag) float32 pairs
+  kComplex128 = 10,  // c10::complex<double>
   kBool = 11,
   kBFloat16 = 15,
 };
@@ -25,11 +27,15 @@ constexpr int32_t kDeviceCPU = 0;
 constexpr int32_t kDeviceCUDA = 1;
 constexpr int32_t kLayoutStrided = 0;
 
-// True for the codes this library stores (others, e.g. complex or quantized, are refused with a message).
+// True for the codes this library stores (others, e.g. complex32 or quantized, are refused with a message).
 bool IsSupportedDType(int32_t code);
 // Element size in bytes; 0 for an unsupported code.
 int64_t ElementSize(DType dtype);
 const char* DTypeName(int32_t code);
+bool IsComplex(DType dtype);
+// complex64 <-> float32, complex128 <-> float64 (c10's toRealValueType / toComplexType); kBool when there is none.
+DType RealOfComplex(DType complex);
+DType ComplexOfReal(DType real);
 std::string DeviceName(int32_t device_type, int32_t device_index);
 
 // A tensor's metadata, what the shims' planners decide from (portable: no Tensor, no CUDA).

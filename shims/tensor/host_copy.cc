@@ -115,6 +115,37 @@ void StoreDouble(char* p, DType d, double v) {
   }
 }
 
+bool IsComplexCode(DType d) { return d == DType::kComplex64 || d == DType::kComplex128; }
+
+// Casts to or from a complex type, as the device kernel (copy_kernel.cu) and c10 do.
+void CastComplex(char* dp, DType dd, const char* sp, DType sd) {
+  double re, im = 0.0;
+  if (sd == DType::kComplex64) {
+    float v[2];
+    std::memcpy(v, sp, sizeof(v));
+    re = v[0], im = v[1];
+  } else if (sd == DType::kComplex128) {
+    double v[2];
+    std::memcpy(v, sp, sizeof(v));
+    re = v[0], im = v[1];
+  } else if (IsIntegralCode(sd) && dd == DType::kComplex64) {
+    re = static_cast<float>(LoadInt(sp, sd));
+  } else {
+    re = LoadDouble(sp, sd);
+  }
+  if (dd == DType::kComplex64) {
+    const float v[2] = {static_cast<float>(re), static_cast<float>(im)};
+    std::memcpy(dp, v, sizeof(v));
+  } else if (dd == DType::kComplex128) {
+    const double v[2] = {re, im};
+    std::memcpy(dp, v, sizeof(v));
+  } else if (dd == DType::kBool) {
+    *reinterpret_cast<uint8_t*>(dp) = re != 0.0 || im != 0.0;
+  } else {
+    StoreDouble(dp, dd, re);
+  }
+}
+
 }  // namespace
 
 void HostCopyStrided(const char* fn, Tensor& dst, const Tensor& src) {
@@ -133,6 +164,7 @@ void HostCopyStrided(const char* fn, Tensor& dst, const Tensor& src) {
   const char* sbase = static_cast<const char*>(src.data_ptr());
   const bool same = dst.dtype() == src.dtype();
   const bool ints = IsIntegralCode(dst.dtype()) && IsIntegralCode(src.dtype());
+  const bool complex = IsComplexCode(dst.dtype()) || IsComplexCode(src.dtype());
   // torch converts an integer to float32 (and to half types through float32) with one rounding; going through
   // double first rounds int64 values above 2^53 twice.
   const bool int_to_float = IsIntegralCode(src.dtype()) && !IsIntegralCode(dst.dtype()) &&
@@ -148,6 +180,8 @@ void HostCopyStrided(const char* fn, Tensor& dst, const Tensor& src) {
     const char* sp = sbase + soff * se;
     if (same) {
       std::memcpy(dp, sp, static_cast<size_t>(de));
+    } else if (complex) {
+      CastComplex(dp, dst.dtype(), sp, src.dtype());
     } else if (ints) {
       StoreInt(dp, dst.dtype(), LoadInt(sp, src.dtype()));
     } else if (int_to_float) {

@@ -17,7 +17,7 @@ namespace shimtest {
 // c10 codes, spelled out so a shim returning a wrong code cannot hide behind itself.
 constexpr int32_t kU8 = 0, kI8 = 1, kI16 = 2, kI32 = 3, kI64 = 4, kF16 = 5, kF32 = 6, kF64 = 7, kBool = 11,
                   kBF16 = 15;
-constexpr int32_t kComplex64 = 9, kBadDtype = 99;
+constexpr int32_t kQInt8 = 12, kBadDtype = 99;  // a c10 code this library does not store, and no code at all
 constexpr int32_t kCPU = 0, kCUDA = 1, kBadDevice = 99;
 
 inline std::vector<int64_t> Contiguous(const std::vector<int64_t>& sizes) {

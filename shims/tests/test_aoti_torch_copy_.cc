@@ -111,6 +111,77 @@ TEST_F(Copy, EveryDtypePairConvertsExactValues) {
   }
 }
 
+// Complex types (c10's casts, checked against torch 2.13): a real value v becomes (v, 0), a complex value its real
+// part (bool: re != 0 || im != 0), complex64 <-> complex128 both parts; a strided complex128 copy keeps pairs intact.
+TEST_F(Copy, ComplexTypesCastLikeTorch) {
+  constexpr int32_t kC64 = 9, kC128 = 10;
+  const double re[] = {0, 1.5, -2, 0, 3}, im[] = {0, -0.25, 0, 4, 7};
+  auto put_c = [&](AtenTensorHandle t, int32_t code) {
+    for (int i = 0; i < 5; ++i) {
+      if (code == kC64) {
+        Data<float>(t)[2 * i] = static_cast<float>(re[i]);
+        Data<float>(t)[2 * i + 1] = static_cast<float>(im[i]);
+      } else {
+        Data<double>(t)[2 * i] = re[i];
+        Data<double>(t)[2 * i + 1] = im[i];
+      }
+    }
+  };
+  auto get_c = [&](AtenTensorHandle t, int32_t code, int i, int part) -> double {
+    return code == kC64 ? Data<float>(t)[2 * i + part] : Data<double>(t)[2 * i + part];
+  };
+  for (int32_t sc : {kC64, kC128}) {
+    for (int32_t dc : {kC64, kC128}) {
+      SCOPED_TRACE("complex " + std::to_string(sc) + " -> " + std::to_string(dc));
+      AtenTensorHandle src = MakeEmpty({5}, sc), dst = MakeEmpty({5}, dc);
+      put_c(src, sc);
+      ASSERT_SHIM_OK(aoti_torch_copy_(dst, src, 0));
+      for (int i = 0; i < 5; ++i) {
+        EXPECT_EQ(get_c(dst, dc, i, 0), re[i]);
+        EXPECT_EQ(get_c(dst, dc, i, 1), im[i]);
+      }
+      DeleteOwned();
+    }
+    for (int32_t rd : {kF32, kF64, kI64, kBool, kF16}) {
+      SCOPED_TRACE("complex " + std::to_string(sc) + " -> real " + std::to_string(rd));
+      AtenTensorHandle src = MakeEmpty({5}, sc), dst = MakeEmpty({5}, rd);
+      put_c(src, sc);
+      ASSERT_SHIM_OK(aoti_torch_copy_(dst, src, 0));
+      for (int i = 0; i < 5; ++i) {
+        const double want = rd == kBool ? (re[i] != 0 || im[i] != 0) : (rd == kI64 ? std::trunc(re[i]) : re[i]);
+        EXPECT_EQ(Get(rd, Data<void>(dst), i), want) << "element " << i;
+      }
+      DeleteOwned();
+    }
+    for (int32_t rs : {kF32, kF64, kI32, kBool}) {
+      SCOPED_TRACE("real " + std::to_string(rs) + " -> complex " + std::to_string(sc));
+      AtenTensorHandle src = MakeEmpty({5}, rs), dst = MakeEmpty({5}, sc);
+      const double in[] = {0, 1, -2, 3, 1};
+      for (int i = 0; i < 5; ++i) Put(rs, Data<void>(src), i, rs == kBool ? (in[i] != 0) : in[i]);
+      std::memset(Data<void>(dst), 0x5A, 5 * (sc == kC64 ? 8 : 16));
+      ASSERT_SHIM_OK(aoti_torch_copy_(dst, src, 0));
+      for (int i = 0; i < 5; ++i) {
+        EXPECT_EQ(get_c(dst, sc, i, 0), rs == kBool ? (in[i] != 0) : in[i]);
+        EXPECT_EQ(get_c(dst, sc, i, 1), 0.0);
+      }
+      DeleteOwned();
+    }
+  }
+  // A transposed complex128 source into a contiguous destination: whole 16-byte elements move.
+  AtenTensorHandle src = MakeEmpty({2, 3}, kC128), dst = MakeEmpty({3, 2}, kC128);
+  for (int i = 0; i < 6; ++i) {
+    Data<double>(src)[2 * i] = i;
+    Data<double>(src)[2 * i + 1] = 10 + i;
+  }
+  AtenTensorHandle srct = MakeBlob(Data<void>(src), {3, 2}, {1, 3}, kC128);
+  ASSERT_SHIM_OK(aoti_torch_copy_(dst, srct, 0));
+  for (int r = 0; r < 3; ++r)
+    for (int c = 0; c < 2; ++c) {
+      EXPECT_EQ(Data<double>(dst)[2 * (r * 2 + c)], c * 3 + r);
+      EXPECT_EQ(Data<double>(dst)[2 * (r * 2 + c) + 1], 10 + c * 3 + r);
+    }
+}
+
 TEST_F(Copy, NegativeValuesBetweenSignedAndFloatTypes) {
   const int32_t signed_types[] = {kI8, kI16, kI32, kI64, kF16, kF32, kF64, kBF16};
   for (int32_t sd : signed_types) {

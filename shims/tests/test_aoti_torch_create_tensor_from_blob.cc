@@ -123,7 +123,7 @@ TEST_F(FromBlob, BadDtypesFail) {
   float data[2];
   int64_t sizes[] = {2}, strides[] = {1};
   AtenTensorHandle t = nullptr;
-  for (int32_t code : {kBadDtype, kComplex64, -1, 10 /*complex128*/}) {
+  for (int32_t code : {kBadDtype, kQInt8, -1, 8 /*complex32*/}) {
     EXPECT_SHIM_ERROR(aoti_torch_create_tensor_from_blob(data, 1, sizes, strides, 0, code, kCPU, 0, &t), kFn,
                       "unsupported dtype code " + std::to_string(code));
   }

@@ -112,7 +112,7 @@ TEST_F(EmptyStrided, NullSizesOrStridesFailForNonZeroNdim) {
 TEST_F(EmptyStrided, BadDtypeCodesFail) {
   int64_t sizes[] = {2}, strides[] = {1};
   AtenTensorHandle t = nullptr;
-  for (int32_t code : {kBadDtype, kComplex64, -1, 8 /*complex32*/, 12 /*qint8*/, 16, 23 /*float8*/}) {
+  for (int32_t code : {kBadDtype, kQInt8, -1, 8 /*complex32*/, 13 /*quint8*/, 16, 23 /*float8*/}) {
     EXPECT_SHIM_ERROR(aoti_torch_empty_strided(1, sizes, strides, code, kCPU, 0, &t), kFn,
                       "unsupported dtype code " + std::to_string(code));
   }

@@ -205,9 +205,10 @@ def test_sort_shims_run_on_cuda_and_are_refused_on_rocm_without_a_spec_to_sugges
             "CUB;" in msg and "run this model on linux_cuda or windows_cuda" in msg), msg
     # the GEMM still gets its spec, and the sort shims are not among what that spec would fix
     assert "aoti_torch_cuda_mm_out exist only for linux_cuda: for rocm lower with max_autotune=ON" in msg, msg
-    # the CUDA-only families (Linux and Windows) are exactly the ones no compile spec can avoid
+    # the CUDA-only families (Linux and Windows), and cuFFT's (Linux), are exactly the ones no compile spec can avoid
     assert set().union(*platforms.NO_SPEC_FAMILIES) == \
-        {n for n, p in man.platforms_of.items() if p == {"linux_cuda", "windows_cuda"}}
+        {n for n, p in man.platforms_of.items() if p == {"linux_cuda", "windows_cuda"}} | \
+        {"aoti_torch_cuda__fft_r2c", "aoti_torch_cuda__fft_c2c"}
 
 
 @pytest.mark.parametrize("shim,built_on,avoid", [
@@ -547,6 +548,31 @@ def test_the_histc_shim_is_cuda_and_unverified_until_its_gpu_tests_pass(man):
     with pytest.raises(aotirt.UnsupportedShimError, match="aoti_torch_cuda_histc is in the shim library but not yet "
                        "allowed: aoti_torch_cuda_histc: unverified"):
         platforms.check_shims({name}, "linux_cuda", man)
+
+
+def test_the_fft_shims_are_linux_cuda_unverified_and_their_views_everywhere(man):
+    fft = ("aoti_torch_cuda__fft_r2c", "aoti_torch_cuda__fft_c2c")
+    for name in fft + ("aotirt_cufft_add_search_dir",):
+        assert man.platforms_of[name] == {"linux_cuda"}, name
+    for name in ("aoti_torch_cuda_view_as_real", "aoti_torch_cuda_view_as_complex", "aoti_torch_dtype_complex64",
+                 "aoti_torch_dtype_complex128"):
+        assert man.platforms_of[name] == set(platforms.PLATFORM_KEYS), name
+        assert name in platforms.supported_shims("rocm", man) and name in platforms.supported_shims("linux_cuda", man)
+    # When tests/gpu/test_fft_shims.py has passed on the H200 (tests/gpu/LAST_RUN.md), drop the notes' "unverified"
+    # and flip this: lowering may then call the shims.
+    for name in fft:
+        assert name in platforms.unverified_shims(man) and name not in platforms.supported_shims("linux_cuda", man)
+    with pytest.raises(aotirt.UnsupportedShimError, match="aoti_torch_cuda__fft_r2c is in the shim library but not "
+                       "yet allowed: aoti_torch_cuda__fft_r2c: unverified: cuFFT"):
+        platforms.check_shims({"aoti_torch_cuda__fft_r2c", "aoti_torch_cuda_view_as_real"}, "linux_cuda", man)
+    for key in ("rocm", "windows_cuda"):
+        with pytest.raises(aotirt.UnsupportedShimError) as info:
+            platforms.check_shims({"aoti_torch_cuda__fft_r2c", "aoti_torch_cuda_view_as_real"}, key, man)
+        msg = str(info.value)
+        assert info.value.shims == ["aoti_torch_cuda__fft_r2c"], msg
+        assert ("aoti_torch_cuda__fft_r2c exists only for linux_cuda (FFTs on cuFFT (Linux CUDA); Inductor has no "
+                "Triton lowering for it") in msg and "run this model on linux_cuda, or change it to avoid torch.fft" \
+            in msg, msg
 
 
 # ---- grouped GEMMs (aten._grouped_mm: transformers' MoE experts) ----------------------------------------------------

@@ -535,6 +535,9 @@ class FakeNative:
     def add_cudnn_search_dir(self, d):
         self.dirs.append(("cudnn", d))
 
+    def add_cufft_search_dir(self, d):
+        self.dirs.append(("cufft", d))
+
 
 def test_load_passes_arguments_to_the_native_model(tmp_path, monkeypatch):
     native = FakeNative()
@@ -578,7 +581,7 @@ def test_missing_native_module_is_a_clear_error(monkeypatch):
         runtime._native()
 
 
-def test_nvidia_wheel_dirs_are_given_to_the_cublaslt_and_cudnn_loaders(tmp_path, monkeypatch):
+def test_nvidia_wheel_dirs_are_given_to_the_cublaslt_cudnn_and_cufft_loaders(tmp_path, monkeypatch):
     lib = tmp_path / "site" / "nvidia" / "cu13" / "lib"
     cudnn = tmp_path / "site" / "nvidia" / "cudnn" / "lib"
     lib.mkdir(parents=True)
@@ -594,6 +597,8 @@ def test_nvidia_wheel_dirs_are_given_to_the_cublaslt_and_cudnn_loaders(tmp_path,
     runtime._add_nvidia_wheel_dirs(native)  # once per process
     assert native.dirs.count(str(lib)) == 1
     assert native.dirs.count(("cudnn", str(cudnn))) == 1 and ("cudnn", str(lib)) not in native.dirs
+    # cuFFT's wheel (nvidia-cufft for CUDA 13) installs into nvidia/cu13/lib as cuBLAS's does
+    assert native.dirs.count(("cufft", str(lib))) == 1 and ("cufft", str(cudnn)) not in native.dirs
 
 
 # ------------------------------------------------------------------------------------------- with the real _C

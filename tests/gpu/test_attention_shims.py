@@ -45,7 +45,8 @@ class Shims:
 
     def wrap(self, t):
         codes = {torch.uint8: 0, torch.int8: 1, torch.int16: 2, torch.int32: 3, torch.int64: 4, torch.float16: 5,
-                 torch.float32: 6, torch.float64: 7, torch.bool: 11, torch.bfloat16: 15}
+                 torch.float32: 6, torch.float64: 7, torch.complex64: 9, torch.complex128: 10, torch.bool: 11,
+                 torch.bfloat16: 15}
         n = t.dim()
         sizes, strides = (I64 * max(n, 1))(*t.shape), (I64 * max(n, 1))(*t.stride())
         h = H()

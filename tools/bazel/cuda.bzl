@@ -1,5 +1,5 @@
 """cuda_configure: CUDA 13 headers, cudart and nvcc for the build. Looks in $CUDA_PATH, then the NVIDIA wheels of
-the project venv (nvidia/cu13), then /usr/local/cuda. cuBLASLt and cuDNN are only needed as headers (dlopen'd at run time); cuDNN's headers come from the venv's
+the project venv (nvidia/cu13), then /usr/local/cuda. cuBLASLt, cuFFT and cuDNN are only needed as headers (dlopen'd at run time); cuDNN's headers come from the venv's
 nvidia-cudnn-cu13 wheel (nvidia/cudnn), cudnn-frontend's header-only C++ API from nvidia-cudnn-frontend (include/)."""
 
 def _find(ctx, candidates, rel):
@@ -26,6 +26,19 @@ def _cuda_configure_impl(ctx):
         ctx.symlink(lt + "/include", "cublaslt_include")
     else:
         ctx.file("cublaslt_include/.keep", "")
+    fft = _find(ctx, cands, "include/cufft.h")
+    if not fft:
+        fail("cuda_configure: cufft.h (nvidia-cufft, CUDA 13) not found in %s: run tools/setup.sh" % cands)
+    if fft != inc:
+        ctx.symlink(fft + "/include", "cufft_include")
+    else:
+        ctx.file("cufft_include/.keep", "")
+    fft_lib = _find(ctx, cands, "lib/libcufft.so.12") or _find(ctx, cands, "lib64/libcufft.so.12")
+    if fft_lib:
+        ctx.symlink(fft_lib + ("/lib" if ctx.path(fft_lib + "/lib/libcufft.so.12").exists else "/lib64") +
+                    "/libcufft.so.12", "lib/libcufft.so.12")
+    else:
+        ctx.file("lib/libcufft.so.12", "")  # headers without the library: the loader test then sees a non-ELF file
     sp = ""
     res = ctx.execute(["sh", "-c", "ls -d %s/.venv/lib/python3*/site-packages 2>/dev/null | head -1" % root])
     if res.return_code == 0:
@@ -60,6 +73,10 @@ cc_library(name = "cudnn_frontend_headers",
            includes = ["cudnn_frontend/include"], defines = ["NV_CUDNN_FRONTEND_USE_DYNAMIC_LOADING", "CUDNN_FRONTEND_SKIP_JSON_LIB"],
            deps = [":cudnn_headers"])
 exports_files(["lib/libcudnn.so.9"])
+# cuFFT: header only (libcufft.so.12 is dlopen'd by shims/fft/cufft_loader.cc).
+cc_library(name = "cufft_headers", hdrs = glob(["cufft_include/*.h"]), includes = ["cufft_include"],
+           deps = [":cuda_headers"])
+exports_files(["lib/libcufft.so.12"])
 # Dynamic cudart: the AOTInductor wrapper resolves cudaMalloc & co. from the process, so it must be one shared copy.
 cc_import(name = "cudart_import", shared_library = "lib/libcudart.so.13")
 cc_library(name = "cudart", deps = [":cudart_import", ":cuda_headers"], linkopts = ["-ldl", "-lpthread"])

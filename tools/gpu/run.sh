@@ -264,7 +264,7 @@ run_py_tests() {
 
 run_memcheck_py() {
   # compute-sanitizer memcheck over the shim tests of the cuDNN attention and convolution and of our own CUDA kernels
-  # (int4, embedding bag, histc; pytest drives the shims through ctypes; torch's reference kernels run under the
+  # (int4, embedding bag, histc, the FFTs' normalization and conjugate fill around cuFFT; pytest drives the shims through ctypes; torch's reference kernels run under the
   # sanitizer too), at small random-case counts. No leak check: the caching allocators of torch and of our pool keep
   # memory by design.
   local cs; cs="$(find_compute_sanitizer)"
@@ -272,10 +272,10 @@ run_memcheck_py() {
   rm -f "$OUT/memcheck_py.xml"
   local n="${MEMCHECK_PY_CASES:-24}"
   AOTIRT_ATTENTION_CASES="$n" AOTIRT_CONV_CASES="$n" AOTIRT_INT4_CASES="$n" AOTIRT_EMBEDDING_BAG_CASES="$n" \
-    AOTIRT_HISTC_CASES="$n" timeout "${MEMCHECK_PY_TIMEOUT:-420}" "$cs" --tool memcheck --error-exitcode 99 \
+    AOTIRT_HISTC_CASES="$n" AOTIRT_FFT_CASES="$n" timeout "${MEMCHECK_PY_TIMEOUT:-420}" "$cs" --tool memcheck --error-exitcode 99 \
     $PY -m pytest -q -rs -p no:cacheprovider tests/gpu/test_attention_shims.py tests/gpu/test_convolution_shims.py \
     tests/gpu/test_int4_shims.py tests/gpu/test_embedding_bag_shims.py tests/gpu/test_histc_shims.py \
-    -k "random_cases or clear_errors or identity" --junitxml="$OUT/memcheck_py.xml" > "$OUT/memcheck_py.log" 2>&1
+    tests/gpu/test_fft_shims.py -k "random_cases or clear_errors or identity" --junitxml="$OUT/memcheck_py.xml" > "$OUT/memcheck_py.log" 2>&1
   local rc=$? p=0 f=0 s=0 counts errors
   errors="$(grep -m1 -o 'ERROR SUMMARY: [0-9]* error' "$OUT/memcheck_py.log" || echo "no ERROR SUMMARY")"
   tail -3 "$OUT/memcheck_py.log"

@@ -22,6 +22,8 @@ int32_t ToC10(DLDataType t) {
   if (t.code == kDLInt && t.bits == 64) return 4;
   if (t.code == kDLUInt && t.bits == 8) return 0;
   if (t.code == kDLBoolCode && t.bits == 8) return 11;
+  if (t.code == kDLComplex && t.bits == 64) return 9;
+  if (t.code == kDLComplex && t.bits == 128) return 10;
   throw RuntimeError("unsupported DLPack dtype (code " + std::to_string(t.code) + ", bits " + std::to_string(t.bits) +
                      ")");
 }
@@ -38,6 +40,8 @@ DLDataType FromC10(int32_t code) {
     case 4: return {kDLInt, 64, 1};
     case 0: return {kDLUInt, 8, 1};
     case 11: return {kDLBoolCode, 8, 1};
+    case 9: return {kDLComplex, 64, 1};
+    case 10: return {kDLComplex, 128, 1};
   }
   throw RuntimeError("dtype code " + std::to_string(code) + " has no DLPack equivalent");
 }

@@ -231,6 +231,14 @@ PYBIND11_MODULE(_C, m) {
     if (fn(dir.c_str()) != AOTI_TORCH_SUCCESS) throw aotirt::RuntimeError(aotirt_last_error());
     return true;
   }, "Adds a folder to search for libcudnn.so.9; False when these shims have no cuDNN attention.");
+  m.def("add_cufft_search_dir", [](const std::string& dir) {
+    // Linux CUDA shims only (FFTs on cuFFT): looked up, not linked.
+    using Fn = AOTITorchError (*)(const char*);
+    auto fn = reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, "aotirt_cufft_add_search_dir"));
+    if (fn == nullptr) return false;
+    if (fn(dir.c_str()) != AOTI_TORCH_SUCCESS) throw aotirt::RuntimeError(aotirt_last_error());
+    return true;
+  }, "Adds a folder to search for libcufft.so.12; False when these shims have no FFTs.");
   m.def("gemm_stats", []() -> py::object {
     // Linux CUDA shims only: looked up, not linked. None when these shims have no GEMMs.
     using StatsFn = int32_t (*)(int64_t*, int32_t);

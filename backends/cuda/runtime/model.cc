@@ -398,7 +398,8 @@ int64_t ElementBytes(int32_t code) {
     case 0: case 1: case 11: return 1;  // uint8 int8 bool
     case 2: case 5: case 15: return 2;  // int16 float16 bfloat16
     case 3: case 6: return 4;           // int32 float32
-    case 4: case 7: return 8;           // int64 float64
+    case 4: case 7: case 9: return 8;   // int64 float64 complex64
+    case 10: return 16;                 // complex128
     default: return 0;
   }
 }

@@ -49,6 +49,8 @@ AOTIRT_EXPORT int32_t aoti_torch_dtype_int16(void);
 AOTIRT_EXPORT int32_t aoti_torch_dtype_int32(void);
 AOTIRT_EXPORT int32_t aoti_torch_dtype_int64(void);
 AOTIRT_EXPORT int32_t aoti_torch_dtype_bool(void);
+AOTIRT_EXPORT int32_t aoti_torch_dtype_complex64(void);
+AOTIRT_EXPORT int32_t aoti_torch_dtype_complex128(void);
 AOTIRT_EXPORT int32_t aoti_torch_device_type_cpu(void);
 AOTIRT_EXPORT int32_t aoti_torch_device_type_cuda(void);
 AOTIRT_EXPORT int32_t aoti_torch_layout_strided(void);
@@ -91,6 +93,10 @@ AOTIRT_EXPORT AOTITorchError aoti_torch_new_tensor_handle(AtenTensorHandle orig_
                                                           AtenTensorHandle* new_handle /* new reference */);
 AOTIRT_EXPORT AOTITorchError aoti_torch_assign_tensors_out(AtenTensorHandle src,
                                                            AtenTensorHandle* ret_dst /* new reference */);
+// torch.view_as_real / view_as_complex (c_shim_cuda.h names; metadata only, any device): complex64 <-> float32
+// pairs, complex128 <-> float64 pairs, over the same storage.
+AOTIRT_EXPORT AOTITorchError aoti_torch_cuda_view_as_real(AtenTensorHandle self, AtenTensorHandle* ret0);
+AOTIRT_EXPORT AOTITorchError aoti_torch_cuda_view_as_complex(AtenTensorHandle self, AtenTensorHandle* ret0);
 
 // ---- data movement on the current stream
 AOTIRT_EXPORT AOTITorchError aoti_torch_copy_(AtenTensorHandle self, AtenTensorHandle src, int32_t non_blocking);
@@ -205,6 +211,16 @@ AOTIRT_EXPORT AOTITorchError aoti_torch_cuda__embedding_bag_forward_only(
 // torch.histc on CUDA (shims/histc): bins counts of self's values in [min, max], in self's dtype.
 AOTIRT_EXPORT AOTITorchError aoti_torch_cuda_histc(AtenTensorHandle self, int64_t bins, double min, double max,
                                                    AtenTensorHandle* ret0);
+
+// torch's _fft_r2c / _fft_c2c on CUDA (shims/fft, cuFFT dlopen'd on first use): torch's layouts and normalization
+// (normalization 0 none, 1 by_root_n, 2 by_n); r2c takes float32/float64, c2c complex64/complex128.
+AOTIRT_EXPORT AOTITorchError aoti_torch_cuda__fft_r2c(AtenTensorHandle self, const int64_t* dim, int64_t dim_len_,
+                                                      int64_t normalization, int32_t onesided, AtenTensorHandle* ret0);
+AOTIRT_EXPORT AOTITorchError aoti_torch_cuda__fft_c2c(AtenTensorHandle self, const int64_t* dim, int64_t dim_len_,
+                                                      int64_t normalization, int32_t forward, AtenTensorHandle* ret0);
+// Adds a folder to search for libcufft.so.12 (e.g. the nvidia-cufft wheel's nvidia/cu13/lib); only folders added
+// before the first FFT count.
+AOTIRT_EXPORT AOTITorchError aotirt_cufft_add_search_dir(const char* dir);
 
 // ---- this library's own API
 // The message of this thread's last failed call ("" if none). Borrowed; valid until the next failing call.

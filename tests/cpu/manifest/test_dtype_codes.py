@@ -53,7 +53,8 @@ def test_manifest_lists_the_codes_generated_code_needs():
     # Inductor emits these for the dtypes the runtime supports; losing one from the manifest would go unnoticed.
     for name in ("aoti_torch_dtype_float32", "aoti_torch_dtype_float16", "aoti_torch_dtype_bfloat16",
                  "aoti_torch_dtype_int8", "aoti_torch_dtype_uint8", "aoti_torch_dtype_int32",
-                 "aoti_torch_dtype_int64", "aoti_torch_dtype_bool", "aoti_torch_device_type_cpu",
+                 "aoti_torch_dtype_int64", "aoti_torch_dtype_bool", "aoti_torch_dtype_complex64",
+                 "aoti_torch_dtype_complex128", "aoti_torch_device_type_cpu",
                  "aoti_torch_device_type_cuda", "aoti_torch_layout_strided"):
         assert name in CODE_NAMES
 
@@ -69,20 +70,20 @@ def test_codes_are_distinct(ours):
 
 
 def test_torch_only_dtype_is_refused_by_name(ours, theirs):
-    """A dtype torch has and we do not (complex64) fails in empty_strided with a message giving the code."""
-    complex64 = _call_code(theirs, "aoti_torch_dtype_complex64")
+    """A dtype torch has and we do not (complex32) fails in empty_strided with a message giving the code."""
+    complex32 = _call_code(theirs, "aoti_torch_dtype_complex32")
     sizes = (ctypes.c_int64 * 1)(2)
     strides = (ctypes.c_int64 * 1)(1)
     out = ctypes.c_void_p()
     ours.aoti_torch_empty_strided.restype = ctypes.c_int32
     ours.aotirt_last_error.restype = ctypes.c_char_p
-    err = ours.aoti_torch_empty_strided(ctypes.c_int64(1), sizes, strides, ctypes.c_int32(complex64),
+    err = ours.aoti_torch_empty_strided(ctypes.c_int64(1), sizes, strides, ctypes.c_int32(complex32),
                                         ctypes.c_int32(_call_code(ours, "aoti_torch_device_type_cpu")),
                                         ctypes.c_int32(0), ctypes.byref(out))
     assert err == 1
     assert out.value is None
     msg = ours.aotirt_last_error().decode()
-    assert msg.startswith("aoti_torch_empty_strided: ") and f"unsupported dtype code {complex64}" in msg, msg
+    assert msg.startswith("aoti_torch_empty_strided: ") and f"unsupported dtype code {complex32}" in msg, msg
 
 
 def test_tensor_round_trip_reports_torch_codes(ours, theirs):

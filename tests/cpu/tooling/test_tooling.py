@@ -554,7 +554,7 @@ def test_run_memcheck_py_suite_counts_pytest_and_fails_on_sanitizer_errors(tmp_p
     calls = tmp_path / "cs_calls"
     xml = ('<testsuites><testsuite tests="3" failures="0" errors="0" skipped="0"></testsuite></testsuites>')
     write_exe(str(fake / "compute-sanitizer"), f"""#!/bin/sh
-echo "$* CASES=$AOTIRT_ATTENTION_CASES/$AOTIRT_CONV_CASES/$AOTIRT_INT4_CASES/$AOTIRT_EMBEDDING_BAG_CASES/$AOTIRT_HISTC_CASES" >> {calls}
+echo "$* CASES=$AOTIRT_ATTENTION_CASES/$AOTIRT_CONV_CASES/$AOTIRT_INT4_CASES/$AOTIRT_EMBEDDING_BAG_CASES/$AOTIRT_HISTC_CASES/$AOTIRT_FFT_CASES" >> {calls}
 for a in "$@"; do case "$a" in --junitxml=*) echo '{xml}' > "${{a#--junitxml=}}";; esac; done
 echo "========= ERROR SUMMARY: ${{CS_ERRORS:-0}} errors"
 [ "${{CS_ERRORS:-0}}" = 0 ] || exit 99
@@ -564,7 +564,7 @@ echo "========= ERROR SUMMARY: ${{CS_ERRORS:-0}} errors"
     assert r.returncode == 0, r.stdout
     assert "memcheck_py: 3 passed, 0 failed, 0 skipped (exit 0, ERROR SUMMARY: 0 error" in r.stdout, r.stdout
     logged = calls.read_text()
-    assert "--tool memcheck" in logged and "test_attention_shims.py" in logged and "CASES=5/5/5/5/5" in logged, logged
-    assert all(f"test_{f}_shims.py" in logged for f in ("int4", "embedding_bag", "histc")), logged
+    assert "--tool memcheck" in logged and "test_attention_shims.py" in logged and "CASES=5/5/5/5/5/5" in logged, logged
+    assert all(f"test_{f}_shims.py" in logged for f in ("int4", "embedding_bag", "histc", "fft")), logged
     r, lines = run_sh(tmp_path, b, "memcheck_py", env={**env, "CS_ERRORS": "2"})
     assert r.returncode != 0 and "memcheck_py: 3 passed, 1 failed" in r.stdout and "FAILED" in r.stdout, r.stdout
