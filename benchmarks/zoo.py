@@ -196,6 +196,28 @@ def _scatter_gather(self, torch, x, idx):
     return g, s, torch.zeros_like(x).scatter(1, idx, g * 2)
 
 
+def _rope_params(torch, self):
+    # Meta's reference Llama RoPE: freqs_cis as a complex64 buffer (torch.polar of unit magnitudes)
+    freqs = 1.0 / (10000 ** (torch.arange(0, 64, 2)[:32].float() / 64))
+    freqs = torch.outer(torch.arange(128).float(), freqs)
+    self.register_buffer("freqs_cis", torch.polar(torch.ones_like(freqs), freqs))
+
+
+def _complex_rope(self, torch, xq):
+    xq_ = torch.view_as_complex(xq.float().reshape(*xq.shape[:-1], -1, 2))
+    fc = self.freqs_cis[: xq.shape[1]].view(1, xq.shape[1], 1, xq_.shape[-1])
+    return torch.view_as_real(xq_ * fc).flatten(3).type_as(xq)
+
+
+def _stft_params(torch, self):
+    self.register_buffer("window", torch.hann_window(400))
+
+
+def _spectrogram(self, torch, audio):
+    # Whisper's log-mel front end before the mel matrix: |STFT|^2 with a Hann window (n_fft 400, hop 160)
+    return torch.stft(audio, n_fft=400, hop_length=160, window=self.window, return_complex=True).abs() ** 2
+
+
 def _embedding_bag_params(torch, self):
     self.bag = torch.nn.EmbeddingBag(4096, 128, mode="sum")
 
@@ -298,6 +320,12 @@ def _patterns() -> list:
           lambda t: (torch_randn(t, 4, 1024), t.linspace(-3, 3, 63)), "x [4,1024], boundaries [63]", bf16=False),
         E("pat_rfft", "pattern", _pattern(lambda s, t, x: t.view_as_real(t.fft.rfft(x, dim=-1))),
           lambda t: (torch_randn(t, 4, 1024),), "x [4,1024]", bf16=False, tol=(1e-2, 1e-3), note="torch.fft.rfft"),
+        E("pat_complex_rope", "pattern", _pattern(_complex_rope, _rope_params),
+          lambda t: (torch_randn(t, 2, 16, 4, 64),), "xq [2,16,4,64]", bf16=False,
+          note="Meta-style complex RoPE: view_as_complex, complex mul, view_as_real"),
+        E("pat_spectrogram", "pattern", _pattern(_spectrogram, _stft_params),
+          lambda t: (torch_randn(t, 2, 16000),), "audio [2,16000]", bf16=False, tol=(1e-2, 1e-3),
+          note="|torch.stft|^2, Hann window (Whisper's front end)"),
         E("pat_where_clamp", "pattern",
           _pattern(lambda s, t, x: (t.where(x > 0, x, x * 0.1).clamp(-1, 1), t.amax(x, -1), t.logsumexp(x, -1))),
           lambda t: (torch_randn(t, 8, 4096),), "x [8,4096]", note="where, clamp, amax, logsumexp"),

@@ -530,6 +530,8 @@ NO_SPEC_FAMILIES = {
     ("aoti_torch_cuda__embedding_bag", "aoti_torch_cuda__embedding_bag_forward_only"): (
         "embedding bags, a CUDA kernel", "nn.EmbeddingBag / F.embedding_bag"),
     ("aoti_torch_cuda_histc",): ("histograms, a CUDA kernel", "torch.histc (e.g. transformers' MoE expert counts)"),
+    ("aoti_torch_cuda_mul_Tensor", "aoti_torch_cuda_polar", "aoti_torch_cuda_abs"): (
+        "complex pointwise ops, a CUDA kernel", "complex tensors (e.g. complex RoPE: use the real-valued rotation)"),
     ("aoti_torch_cuda__fft_r2c", "aoti_torch_cuda__fft_c2c"): (
         "FFTs on cuFFT (Linux CUDA)", "torch.fft (rfft, fft, fft2, stft ...), or compute the transform outside the "
         "model"),

@@ -213,6 +213,77 @@ AOTIRT_EXPORT AOTITorchError aoti_torch_clone_preserve_strides(AtenTensorHandle 
   })
 }
 
+// ---- the view fallbacks Inductor emits around complex tensors (which Triton cannot hold): torch's permute,
+// slice.Tensor and reshape (c_shim_cuda.h names; any device), with torch's checks and messages. reshape is a view
+// when ATen's computeStride finds one, else a contiguous copy (torch's _unsafe_view of a clone).
+AOTIRT_EXPORT AOTITorchError aoti_torch_cuda_permute(AtenTensorHandle self, const int64_t* dims, int64_t dims_len_,
+                                                     AtenTensorHandle* ret0) {
+  static const char* fn = "aoti_torch_cuda_permute";
+  AOTIRT_SHIM_BOUNDARY(fn, {
+    Tensor* t = FromHandle(self, fn, "self");
+    AOTIRT_CHECK(ret0 != nullptr, fn, "ret0 is null");
+    AOTIRT_CHECK(dims != nullptr || dims_len_ == 0, fn, "dims is null");
+    const int64_t n = t->dim();
+    AOTIRT_CHECK(dims_len_ == n, fn, "permute(sparse_coo): number of dimensions in the tensor input does not match "
+                 "the length of the desired ordering of dimensions i.e. input.dim() = ", n, " is not equal to "
+                 "len(dims) = ", dims_len_);
+    std::vector<int64_t> sizes(n), strides(n);
+    std::vector<bool> seen(n, false);
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t d = aotirt::WrapDim(fn, dims[i], n);
+      AOTIRT_CHECK(!seen[d], fn, "permute(): duplicate dims are not allowed.");
+      seen[d] = true;
+      sizes[i] = t->sizes()[d];
+      strides[i] = t->strides()[d];
+    }
+    *ret0 = ToHandle(new Tensor(t->storage(), std::move(sizes), std::move(strides), t->storage_offset(), t->dtype()));
+  })
+}
+
+AOTIRT_EXPORT AOTITorchError aoti_torch_cuda_slice_Tensor(AtenTensorHandle self, int64_t dim, int64_t* start,
+                                                          int64_t* end, int64_t step, AtenTensorHandle* ret0) {
+  static const char* fn = "aoti_torch_cuda_slice_Tensor";
+  AOTIRT_SHIM_BOUNDARY(fn, {
+    Tensor* t = FromHandle(self, fn, "self");
+    AOTIRT_CHECK(ret0 != nullptr, fn, "ret0 is null");
+    AOTIRT_CHECK(t->dim() > 0, fn, "slice() cannot be applied to a 0-dim tensor.");
+    const int64_t d = aotirt::WrapDim(fn, dim, t->dim());
+    std::vector<int64_t> sizes = t->sizes(), strides = t->strides();
+    int64_t lo = start != nullptr ? *start : 0;
+    int64_t hi = end != nullptr ? *end : INT64_MAX;
+    AOTIRT_CHECK(step > 0, fn, "slice step must be positive");
+    if (lo < 0) lo += sizes[d];
+    if (hi < 0) hi += sizes[d];
+    lo = lo < 0 ? 0 : (lo >= sizes[d] ? sizes[d] : lo);
+    hi = hi < lo ? lo : (hi >= sizes[d] ? sizes[d] : hi);
+    const int64_t offset = t->storage_offset() + lo * strides[d];
+    sizes[d] = (hi - lo + step - 1) / step;
+    strides[d] *= step;
+    *ret0 = ToHandle(new Tensor(t->storage(), std::move(sizes), std::move(strides), offset, t->dtype()));
+  })
+}
+
+AOTIRT_EXPORT AOTITorchError aoti_torch_cuda_reshape(AtenTensorHandle self, const int64_t* shape, int64_t shape_len_,
+                                                     AtenTensorHandle* ret0) {
+  static const char* fn = "aoti_torch_cuda_reshape";
+  AOTIRT_SHIM_BOUNDARY(fn, {
+    Tensor* t = FromHandle(self, fn, "self");
+    AOTIRT_CHECK(ret0 != nullptr, fn, "ret0 is null");
+    AOTIRT_CHECK(shape != nullptr || shape_len_ == 0, fn, "shape is null");
+    AOTIRT_CHECK(shape_len_ >= 0, fn, "shape_len_ is negative (", shape_len_, ")");
+    const std::vector<int64_t> sizes = aotirt::InferViewSize(fn, std::vector<int64_t>(shape, shape + shape_len_),
+                                                             t->numel());
+    std::vector<int64_t> strides;
+    if (aotirt::ComputeViewStrides(t->sizes(), t->strides(), sizes, &strides)) {
+      *ret0 = ToHandle(new Tensor(t->storage(), sizes, std::move(strides), t->storage_offset(), t->dtype()));
+    } else {
+      std::unique_ptr<Tensor> copy(EmptyLike(fn, *t, aotirt::ContiguousStrides(t->sizes())));
+      CopyAny(fn, *copy, *t, false);
+      *ret0 = ToHandle(new Tensor(copy->storage(), sizes, aotirt::ContiguousStrides(sizes), 0, t->dtype()));
+    }
+  })
+}
+
 AOTIRT_EXPORT AOTITorchError aoti_torch_zero_(AtenTensorHandle self) {
   static const char* fn = "aoti_torch_zero_";
   AOTIRT_SHIM_BOUNDARY(fn, {

@@ -2,6 +2,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 
 #include "shims/cuda/device.h"
@@ -212,6 +213,54 @@ AOTIRT_EXPORT AOTITorchError aoti_torch_new_tensor_handle(AtenTensorHandle orig_
     AOTIRT_CHECK(new_handle != nullptr, fn, "new_handle is null");
     *new_handle = ToHandle(new Tensor(t->storage(), t->sizes(), t->strides(), t->storage_offset(), t->dtype()));
   })
+}
+
+// torch's scalar_to_tensor: a new 0-d CPU tensor holding `value` (Inductor wraps Python scalars it passes to fallback
+// ops this way, e.g. the 2.0 of `z * 2.0` for a complex z).
+namespace {
+Tensor* HostScalar(DType dtype, const void* value) {
+  auto storage = std::make_shared<Storage>();
+  storage->nbytes = aotirt::ElementSize(dtype);
+  storage->data = std::malloc(static_cast<size_t>(storage->nbytes));
+  if (storage->data == nullptr) throw aotirt::ShimError("scalar_to_tensor: out of host memory");
+  std::memcpy(storage->data, value, static_cast<size_t>(storage->nbytes));
+  storage->deleter = [](void* p) { std::free(p); };
+  return new Tensor(std::move(storage), {}, {}, 0, dtype);
+}
+}  // namespace
+
+namespace {
+AOTITorchError ScalarToTensor(const char* fn, DType dtype, const void* value, AtenTensorHandle* ret) {
+  AOTIRT_SHIM_BOUNDARY(fn, {
+    AOTIRT_CHECK(ret != nullptr, fn, "ret_new_tensor is null");
+    *ret = ToHandle(HostScalar(dtype, value));
+  })
+}
+}  // namespace
+
+AOTIRT_EXPORT AOTITorchError aoti_torch_scalar_to_tensor_float32(float value, AtenTensorHandle* ret_new_tensor) {
+  return ScalarToTensor("aoti_torch_scalar_to_tensor_float32", DType::kFloat32, &value, ret_new_tensor);
+}
+AOTIRT_EXPORT AOTITorchError aoti_torch_scalar_to_tensor_float64(double value, AtenTensorHandle* ret_new_tensor) {
+  return ScalarToTensor("aoti_torch_scalar_to_tensor_float64", DType::kFloat64, &value, ret_new_tensor);
+}
+AOTIRT_EXPORT AOTITorchError aoti_torch_scalar_to_tensor_uint8(uint8_t value, AtenTensorHandle* ret_new_tensor) {
+  return ScalarToTensor("aoti_torch_scalar_to_tensor_uint8", DType::kUInt8, &value, ret_new_tensor);
+}
+AOTIRT_EXPORT AOTITorchError aoti_torch_scalar_to_tensor_int8(int8_t value, AtenTensorHandle* ret_new_tensor) {
+  return ScalarToTensor("aoti_torch_scalar_to_tensor_int8", DType::kInt8, &value, ret_new_tensor);
+}
+AOTIRT_EXPORT AOTITorchError aoti_torch_scalar_to_tensor_int16(int16_t value, AtenTensorHandle* ret_new_tensor) {
+  return ScalarToTensor("aoti_torch_scalar_to_tensor_int16", DType::kInt16, &value, ret_new_tensor);
+}
+AOTIRT_EXPORT AOTITorchError aoti_torch_scalar_to_tensor_int32(int32_t value, AtenTensorHandle* ret_new_tensor) {
+  return ScalarToTensor("aoti_torch_scalar_to_tensor_int32", DType::kInt32, &value, ret_new_tensor);
+}
+AOTIRT_EXPORT AOTITorchError aoti_torch_scalar_to_tensor_int64(int64_t value, AtenTensorHandle* ret_new_tensor) {
+  return ScalarToTensor("aoti_torch_scalar_to_tensor_int64", DType::kInt64, &value, ret_new_tensor);
+}
+AOTIRT_EXPORT AOTITorchError aoti_torch_scalar_to_tensor_bool(bool value, AtenTensorHandle* ret_new_tensor) {
+  return ScalarToTensor("aoti_torch_scalar_to_tensor_bool", DType::kBool, &value, ret_new_tensor);
 }
 
 // torch.view_as_real / torch.view_as_complex (c_shim_cuda.h names; pure metadata, any device): the same storage seen

@@ -193,9 +193,80 @@ bool IsNonOverlappingAndDense(const std::vector<int64_t>& sizes, const std::vect
 
 DType CheckedDType(const char* fn, int32_t code) {
   AOTIRT_CHECK(IsSupportedDType(code), fn, "unsupported dtype code ", code,
-               " (supported: uint8=0 int8=1 int16=2 int32=3 int64=4 float16=5 float32=6 float64=7 bool=11 "
-               "bfloat16=15)");
+               " (supported: uint8=0 int8=1 int16=2 int32=3 int64=4 float16=5 float32=6 float64=7 complex64=9 "
+               "complex128=10 bool=11 bfloat16=15)");
   return static_cast<DType>(code);
+}
+
+int64_t WrapDim(const char* fn, int64_t d, int64_t ndim) {
+  const int64_t n = ndim > 0 ? ndim : 1;  // a 0-d tensor wraps like a 1-d one
+  AOTIRT_CHECK(d >= -n && d < n, fn, "Dimension out of range (expected to be in range of [", -n, ", ", n - 1,
+               "], but got ", d, ")");
+  return d < 0 ? d + n : d;
+}
+
+std::vector<int64_t> InferViewSize(const char* fn, const std::vector<int64_t>& shape, int64_t numel) {
+  std::vector<int64_t> out = shape;
+  int64_t known = 1, infer = -1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == -1) {
+      AOTIRT_CHECK(infer < 0, fn, "only one dimension can be inferred");
+      infer = static_cast<int64_t>(i);
+    } else {
+      AOTIRT_CHECK(shape[i] >= 0, fn, "invalid shape dimension ", shape[i]);
+      AOTIRT_CHECK(!__builtin_mul_overflow(known, shape[i], &known), fn, "shape ", DimsString(shape),
+                   " overflows int64");
+    }
+  }
+  if (numel == known || (infer >= 0 && known > 0 && numel % known == 0)) {
+    if (infer >= 0) {
+      AOTIRT_CHECK(known != 0, fn, "cannot reshape tensor of 0 elements into shape ", DimsString(shape),
+                   " because the unspecified dimension size -1 can be any value and is ambiguous");
+      out[infer] = numel / known;
+    }
+    return out;
+  }
+  AOTIRT_CHECK(false, fn, "shape '", DimsString(shape), "' is invalid for input of size ", numel);
+  return out;
+}
+
+bool ComputeViewStrides(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides,
+                        const std::vector<int64_t>& new_sizes, std::vector<int64_t>* new_strides) {
+  const int64_t nd = static_cast<int64_t>(new_sizes.size());
+  new_strides->assign(static_cast<size_t>(nd), 1);
+  if (sizes.empty()) return true;
+  int64_t numel = 1;
+  for (int64_t s : sizes) numel *= s;
+  if (numel == 0 && sizes == new_sizes) {
+    *new_strides = strides;
+    return true;
+  }
+  if (numel == 0) {
+    for (int64_t d = nd - 1; d >= 0; --d)
+      (*new_strides)[d] = d == nd - 1 ? 1 : std::max<int64_t>(new_sizes[d + 1], 1) * (*new_strides)[d + 1];
+    return true;
+  }
+  int64_t view_d = nd - 1;
+  int64_t chunk_base_stride = strides.back();
+  int64_t tensor_numel = 1, view_numel = 1;
+  for (int64_t tensor_d = static_cast<int64_t>(sizes.size()) - 1; tensor_d >= 0; --tensor_d) {
+    tensor_numel *= sizes[tensor_d];
+    if (tensor_d == 0 ||
+        (sizes[tensor_d - 1] != 1 && strides[tensor_d - 1] != tensor_numel * chunk_base_stride)) {
+      while (view_d >= 0 && (view_numel < tensor_numel || new_sizes[view_d] == 1)) {
+        (*new_strides)[view_d] = view_numel * chunk_base_stride;
+        view_numel *= new_sizes[view_d];
+        --view_d;
+      }
+      if (view_numel != tensor_numel) return false;
+      if (tensor_d > 0) {
+        chunk_base_stride = strides[tensor_d - 1];
+        tensor_numel = 1;
+        view_numel = 1;
+      }
+    }
+  }
+  return view_d == -1;
 }
 
 }  // namespace aotirt

@@ -98,6 +98,13 @@ std::vector<int64_t> InferDenseStrides(const std::vector<int64_t>& sizes, const 
 bool IsNonOverlappingAndDense(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides);
 // Checks a dtype code and returns it as a DType.
 DType CheckedDType(const char* fn, int32_t code);
+// c10's maybe_wrap_dim: d in [-ndim, ndim) (a 0-d tensor takes 0 and -1), else ShimError "Dimension out of range".
+int64_t WrapDim(const char* fn, int64_t d, int64_t ndim);
+// ATen's infer_size for view/reshape: at most one -1, the product must be numel (torch's messages).
+std::vector<int64_t> InferViewSize(const char* fn, const std::vector<int64_t>& shape, int64_t numel);
+// ATen's computeStride: the strides of `new_sizes` as a view of (sizes, strides), or false when no view exists.
+bool ComputeViewStrides(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides,
+                        const std::vector<int64_t>& new_sizes, std::vector<int64_t>* new_strides);
 
 }  // namespace aotirt
 #endif  // AOTIRT_TENSOR_TENSOR_H_

@@ -97,6 +97,23 @@ AOTIRT_EXPORT AOTITorchError aoti_torch_assign_tensors_out(AtenTensorHandle src,
 // pairs, complex128 <-> float64 pairs, over the same storage.
 AOTIRT_EXPORT AOTITorchError aoti_torch_cuda_view_as_real(AtenTensorHandle self, AtenTensorHandle* ret0);
 AOTIRT_EXPORT AOTITorchError aoti_torch_cuda_view_as_complex(AtenTensorHandle self, AtenTensorHandle* ret0);
+// torch's permute / slice.Tensor / reshape (c_shim_cuda.h names; any device): views with torch's checks; reshape
+// copies (contiguously) only where no view exists. start/end of slice may be null (torch's None).
+AOTIRT_EXPORT AOTITorchError aoti_torch_cuda_permute(AtenTensorHandle self, const int64_t* dims, int64_t dims_len_,
+                                                     AtenTensorHandle* ret0);
+AOTIRT_EXPORT AOTITorchError aoti_torch_cuda_slice_Tensor(AtenTensorHandle self, int64_t dim, int64_t* start,
+                                                          int64_t* end, int64_t step, AtenTensorHandle* ret0);
+AOTIRT_EXPORT AOTITorchError aoti_torch_cuda_reshape(AtenTensorHandle self, const int64_t* shape, int64_t shape_len_,
+                                                     AtenTensorHandle* ret0);
+// torch's scalar_to_tensor: a new 0-d CPU tensor holding the value.
+AOTIRT_EXPORT AOTITorchError aoti_torch_scalar_to_tensor_float32(float value, AtenTensorHandle* ret_new_tensor);
+AOTIRT_EXPORT AOTITorchError aoti_torch_scalar_to_tensor_float64(double value, AtenTensorHandle* ret_new_tensor);
+AOTIRT_EXPORT AOTITorchError aoti_torch_scalar_to_tensor_uint8(uint8_t value, AtenTensorHandle* ret_new_tensor);
+AOTIRT_EXPORT AOTITorchError aoti_torch_scalar_to_tensor_int8(int8_t value, AtenTensorHandle* ret_new_tensor);
+AOTIRT_EXPORT AOTITorchError aoti_torch_scalar_to_tensor_int16(int16_t value, AtenTensorHandle* ret_new_tensor);
+AOTIRT_EXPORT AOTITorchError aoti_torch_scalar_to_tensor_int32(int32_t value, AtenTensorHandle* ret_new_tensor);
+AOTIRT_EXPORT AOTITorchError aoti_torch_scalar_to_tensor_int64(int64_t value, AtenTensorHandle* ret_new_tensor);
+AOTIRT_EXPORT AOTITorchError aoti_torch_scalar_to_tensor_bool(bool value, AtenTensorHandle* ret_new_tensor);
 
 // ---- data movement on the current stream
 AOTIRT_EXPORT AOTITorchError aoti_torch_copy_(AtenTensorHandle self, AtenTensorHandle src, int32_t non_blocking);
@@ -218,6 +235,13 @@ AOTIRT_EXPORT AOTITorchError aoti_torch_cuda__fft_r2c(AtenTensorHandle self, con
                                                       int64_t normalization, int32_t onesided, AtenTensorHandle* ret0);
 AOTIRT_EXPORT AOTITorchError aoti_torch_cuda__fft_c2c(AtenTensorHandle self, const int64_t* dim, int64_t dim_len_,
                                                       int64_t normalization, int32_t forward, AtenTensorHandle* ret0);
+// The pointwise fallbacks Inductor emits for complex tensors (shims/complex, our kernel): torch's mul.Tensor (a
+// complex result; either operand may be a 0-d CPU scalar), polar (float32/float64 -> complex) and abs (complex ->
+// real), with torch's broadcasting, result dtypes and the strides of torch's fake tensors.
+AOTIRT_EXPORT AOTITorchError aoti_torch_cuda_mul_Tensor(AtenTensorHandle self, AtenTensorHandle other,
+                                                        AtenTensorHandle* ret0);
+AOTIRT_EXPORT AOTITorchError aoti_torch_cuda_polar(AtenTensorHandle abs, AtenTensorHandle angle, AtenTensorHandle* ret0);
+AOTIRT_EXPORT AOTITorchError aoti_torch_cuda_abs(AtenTensorHandle self, AtenTensorHandle* ret0);
 // Adds a folder to search for libcufft.so.12 (e.g. the nvidia-cufft wheel's nvidia/cu13/lib); only folders added
 // before the first FFT count.
 AOTIRT_EXPORT AOTITorchError aotirt_cufft_add_search_dir(const char* dir);

@@ -33,6 +33,8 @@ INT4_SHIMS = ("aoti_torch_cuda__weight_int4pack_mm",)
 EMBEDDING_BAG_SHIMS = ("aoti_torch_cuda__embedding_bag", "aoti_torch_cuda__embedding_bag_forward_only")
 # Our CUDA kernels (shims/histc), not built for ROCm: Linux and Windows CUDA.
 HISTC_SHIMS = ("aoti_torch_cuda_histc",)
+# Our CUDA kernel for complex pointwise ops (shims/complex), not built for ROCm: Linux and Windows CUDA.
+COMPLEX_SHIMS = ("aoti_torch_cuda_mul_Tensor", "aoti_torch_cuda_polar", "aoti_torch_cuda_abs")
 # FFTs on the dlopen'd cuFFT (shims/fft): Linux CUDA only, like the other vendor-library families.
 CUFFT_SHIMS = ("aoti_torch_cuda__fft_r2c", "aoti_torch_cuda__fft_c2c", "aotirt_cufft_add_search_dir")
 
@@ -87,7 +89,7 @@ def test_gemm_shims_are_linux_cuda_only(entries):
     for e in entries:
         if GEMM_SETTINGS_RE.match(e.name) or e.name in SDPA_SHIMS + CUDNN_ONLY + CUFFT_SHIMS:
             assert e.platforms == frozenset({"linux_cuda"}), (e.name, sorted(e.platforms))
-        elif e.name in CUB_SHIMS + INT4_SHIMS + EMBEDDING_BAG_SHIMS + HISTC_SHIMS:
+        elif e.name in CUB_SHIMS + INT4_SHIMS + EMBEDDING_BAG_SHIMS + HISTC_SHIMS + COMPLEX_SHIMS:
             assert e.platforms == frozenset({"linux_cuda", "windows_cuda"}), (e.name, sorted(e.platforms))
         elif not GEMM_RE.match(e.name):
             assert e.platforms == frozenset(manifest.PLATFORMS), (e.name, sorted(e.platforms))

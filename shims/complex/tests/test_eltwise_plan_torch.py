@@ -1,0 +1,177 @@
+"""The complex elementwise planner (via _complex_testing) against torch on CPU: for random broadcast shapes and
+layouts (contiguous, permuted, sliced, expanded, channels-last, size-1 and 0-d operands), the result's dtype, sizes
+and strides equal those torch gives the same op three ways: its meta function, a fake tensor (what Inductor's
+generated code assumes) and eager on CPU (TensorIterator, as on CUDA); torch.result_type over every dtype pair,
+dimensioned or zero-dim; and the refusals. The values are checked on the GPU (tests/gpu/test_complex_shims.py)."""
+
+import random
+
+import pytest
+import testing_module
+import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+ct = testing_module.load("_complex_testing", "shims/complex")
+CODES = {torch.uint8: 0, torch.int8: 1, torch.int16: 2, torch.int32: 3, torch.int64: 4, torch.float16: 5,
+         torch.float32: 6, torch.float64: 7, torch.complex64: 9, torch.complex128: 10, torch.bool: 11,
+         torch.bfloat16: 15}
+DTYPES = {v: k for k, v in CODES.items()}
+
+
+def _operand(rng, shape, dtype):
+    """A tensor broadcastable to `shape` (some dims 1, leading dims dropped) in a random layout."""
+    sizes = list(shape)
+    if sizes and rng.random() < 0.3:
+        sizes = sizes[rng.randint(1, len(sizes)):]
+    sizes = [1 if (s != 1 and rng.random() < 0.25) else s for s in sizes]
+    ndim = len(sizes)
+    make = lambda s: torch.zeros(s, dtype=dtype)  # noqa: E731
+    kind = rng.choice(["contiguous", "permuted", "sliced", "expanded", "channels_last", "permuted"])
+    if kind == "permuted" and ndim > 1:
+        perm = list(range(ndim))
+        rng.shuffle(perm)
+        x = make([sizes[p] for p in perm]).permute([perm.index(i) for i in range(ndim)])
+    elif kind == "sliced" and ndim:
+        d = rng.randrange(ndim)
+        big = list(sizes)
+        big[d] = 2 * sizes[d] + 1
+        x = make(big)[(slice(None),) * d + (slice(1, None, 2),)]
+    elif kind == "expanded" and ndim:
+        d = rng.randrange(ndim)
+        one = list(sizes)
+        one[d] = 1
+        x = make(one).expand(sizes)
+    elif kind == "channels_last" and ndim == 4:
+        x = make(sizes).contiguous(memory_format=torch.channels_last)
+    else:
+        x = make(sizes)
+    assert list(x.shape) == sizes
+    return x
+
+
+def _shape(rng):
+    return [rng.choice([1, 1, 2, 3, 4, 5]) if rng.random() > 0.05 else 0 for _ in range(rng.randint(0, 5))]
+
+
+def _spec(x, cpu_scalar=False):
+    return (list(x.shape), list(x.stride()), CODES[x.dtype], cpu_scalar)
+
+
+def _three_ways(op, *xs):
+    """(dtype, sizes, strides) torch gives op on meta tensors, on fake tensors and eagerly on CPU; all must agree."""
+    metas = [torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device="meta") for x in xs]
+    got = [op(*metas)]
+    with FakeTensorMode() as mode:
+        fakes = [mode.from_tensor(x) for x in xs]
+        got.append(op(*fakes))
+    got.append(op(*xs))
+    out = [(t.dtype, list(t.shape), list(t.stride())) for t in got]
+    return out
+
+
+EXACT = {"n": 0, "exact": 0}
+
+
+def _assert_plan(p, ways, what):
+    """The fake tensor's dtype and sizes, and its strides on every dim of size > 1 (what Inductor's generated code
+    indexes the result with; the strides of size-1 dims index nothing: their index is always 0, and torch's own
+    paths disagree on them), and the meta function's; eager's dtype and sizes (eager CPU converts mixed-dtype
+    operands first, so its strides may follow other layouts)."""
+    (mdt, msz, mst), (fdt, fsz, fst), (edt, esz, _) = ways
+    assert (DTYPES[p["out_dtype"]], p["out_sizes"]) == (fdt, fsz) == (mdt, msz) == (edt, esz), (what, p, ways)
+    if 0 in fsz:
+        return
+    EXACT["n"] += 1
+    EXACT["exact"] += p["out_strides"] == fst
+    for name, st in (("fake", fst), ("meta", mst)):
+        assert all(a == b for a, b, n in zip(p["out_strides"], st, fsz) if n != 1), (what, name, p["out_strides"],
+                                                                                     ways)
+
+
+def test_mul_layouts_and_dtypes_match_torch():
+    rng = random.Random(11)
+    complex_t = [torch.complex64, torch.complex128]
+    others = complex_t + [torch.float32, torch.float64, torch.int64, torch.bool, torch.int32]
+    checked = 0
+    for i in range(600):
+        shape = _shape(rng)
+        da, db = rng.choice(complex_t), rng.choice(others)
+        if rng.random() < 0.5:
+            da, db = db, da
+        a, b = _operand(rng, shape, da), _operand(rng, shape, db)
+        if rng.random() < 0.15:
+            b = torch.zeros((), dtype=db)  # a 0-d operand (Inductor's scalar_to_tensor: a CPU scalar)
+        ways = _three_ways(torch.mul, a, b)
+        p = ct.plan_mul(_spec(a), _spec(b, cpu_scalar=b.dim() == 0 and rng.random() < 0.5))
+        _assert_plan(p, ways, f"case {i}: {a.dtype}{list(a.shape)}{a.stride()} * {b.dtype}{list(b.shape)}{b.stride()}")
+        n, out = len(p["out_sizes"]), p["out_sizes"]
+        for x, st in zip((a, b), p["operand_strides"]):
+            off = n - x.dim()
+            want = [0 if j < off or (x.shape[j - off] == 1 and out[j] != 1) else x.stride()[j - off] for j in range(n)]
+            assert st == want, (st, want)
+        checked += 1
+    assert checked == 600
+
+
+def test_polar_and_abs_layouts_match_torch():
+    rng = random.Random(12)
+    for i in range(300):
+        shape = _shape(rng)
+        dt = rng.choice([torch.float32, torch.float64])
+        a, b = _operand(rng, shape, dt), _operand(rng, shape, dt)
+        _assert_plan(ct.plan_polar(_spec(a), _spec(b)), _three_ways(torch.polar, a, b), f"polar case {i}")
+        z = _operand(rng, shape, rng.choice([torch.complex64, torch.complex128]))
+        _assert_plan(ct.plan_abs(_spec(z)), _three_ways(torch.abs, z), f"abs case {i}: {z.shape} {z.stride()}")
+
+
+def test_most_layouts_match_the_fake_tensor_exactly_size_one_dims_included():
+    """Not needed for correctness (above), but the rules are torch's: all but a few percent match exactly."""
+    if EXACT["n"] < 100:
+        pytest.skip("runs after the layout tests")
+    assert EXACT["exact"] >= 0.95 * EXACT["n"], EXACT
+
+
+@pytest.mark.parametrize("a_dim", [True, False])
+@pytest.mark.parametrize("b_dim", [True, False])
+def test_result_type_matches_torch_over_every_pair(a_dim, b_dim):
+    for a in CODES:
+        for b in CODES:
+            x = torch.zeros([1] if a_dim else [], dtype=a)
+            y = torch.zeros([1] if b_dim else [], dtype=b)
+            want = torch.result_type(x, y)
+            got = ct.result_type(CODES[a], a_dim, CODES[b], b_dim)
+            if want in CODES:
+                assert DTYPES.get(got) == want, (a, a_dim, b, b_dim, want, got)
+            else:  # complex32: not stored (the planner refuses it)
+                assert got == CODES[torch.bool], (a, b, want, got)
+
+
+def test_refusals():
+    c = ([2, 3], [3, 1], 9, False)
+    f = ([2, 3], [3, 1], 6, False)
+    with pytest.raises(ValueError, match="ShimError: plan_mul: The size of tensor a \\(3\\) must match the size of "
+                                         "tensor b \\(4\\) at non-singleton dimension 1"):
+        ct.plan_mul(c, ([2, 4], [4, 1], 9, False))
+    with pytest.raises(RuntimeError, match="The size of tensor a \\(3\\) must match the size of tensor b \\(4\\) at "
+                                           "non-singleton dimension 1"):
+        torch.zeros(2, 3) * torch.zeros(2, 4)
+    with pytest.raises(ValueError, match="NotSupported: plan_mul: the product of float32 and float32 is not complex"):
+        ct.plan_mul(f, f)
+    with pytest.raises(ValueError, match="NotSupported: plan_mul: the product of float16 \\(2-d\\) and complex64 "
+                                         "\\(0-d\\) is complex32"):
+        ct.plan_mul(([2, 3], [3, 1], 5, False), ([], [], 9, True))
+    with pytest.raises(ValueError, match="ShimError: plan_mul: other is on the cpu and not a 0-d tensor"):
+        ct.plan_mul(c, ([2, 3], [3, 1], 9, True))
+    with pytest.raises(ValueError, match="ShimError: plan_polar: Expected object of scalar type float32 but got "
+                                         "scalar type float64 for second argument"):
+        ct.plan_polar(f, ([2, 3], [3, 1], 7, False))
+    with pytest.raises(RuntimeError, match="Expected object of scalar type Float but got scalar type Double for "
+                                           "second argument"):
+        torch.polar(torch.zeros(2, 3), torch.zeros(2, 3, dtype=torch.float64))
+    with pytest.raises(ValueError, match="ShimError: plan_polar: Expected both inputs to be Half, Float or Double "
+                                         "tensors but got int64 and int64"):
+        ct.plan_polar(([2], [1], 4, False), ([2], [1], 4, False))
+    with pytest.raises(ValueError, match="NotSupported: plan_abs: self is float32; Inductor generates Triton"):
+        ct.plan_abs(f)
+    with pytest.raises(ValueError, match="NotSupported: plan_mul: the result has 13 dims"):
+        ct.plan_mul(([1] * 13, [1] * 13, 9, False), c)
