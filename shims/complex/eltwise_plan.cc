@@ -72,6 +72,37 @@ bool IsChannelsLast(const std::vector<int64_t>& sizes, const std::vector<int64_t
   return true;
 }
 
+// The dims in increasing stride order, innermost first: the insertion sort TensorIterator's reorder_dimensions and
+// torch's prims share (a comparison skips an operand broadcast on either dim; equal strides put the smaller size
+// inside; a comparison no operand decides leaves the order as it is).
+std::vector<int64_t> StrideOrder(const std::vector<std::vector<int64_t>>& st, const std::vector<int64_t>& shape) {
+  const int64_t n = static_cast<int64_t>(shape.size());
+  std::vector<int64_t> perm(n);
+  for (int64_t i = 0; i < n; ++i) perm[i] = n - 1 - i;
+  auto should_swap = [&](int64_t d0, int64_t d1) {
+    for (const auto& s : st) {
+      const int64_t s0 = s[d0], s1 = s[d1];
+      if (s0 == 0 || s1 == 0) continue;
+      if (s0 != s1) return s0 < s1 ? -1 : 1;
+      if (shape[d0] > shape[d1]) return 1;
+    }
+    return 0;
+  };
+  for (int64_t i = 1; i < n; ++i) {
+    int64_t d1 = i;
+    for (int64_t d0 = i - 1; d0 >= 0; --d0) {
+      const int cmp = should_swap(perm[d0], perm[d1]);
+      if (cmp > 0) {
+        std::swap(perm[d0], perm[d1]);
+        d1 = d0;
+      } else if (cmp < 0) {
+        break;
+      }
+    }
+  }
+  return perm;
+}
+
 // The output strides torch's fake tensors give an elementwise op (torch._prims_common.compute_elementwise_output_
 // strides over the operands expanded to the output shape, CPU scalars left out): what Inductor's generated code
 // indexes the result with. A single operand keeps its strides when dense (else empty_like's); several are ordered
@@ -99,31 +130,7 @@ std::vector<int64_t> OutputStrides(const std::vector<const TensorMeta*>& ops, co
     perm[0] = 1;
     for (int64_t i = 1; i < n; ++i) perm[i] = n - i;  // 1, then n-1 .. 2, then 0
   } else {
-    for (int64_t i = 0; i < n; ++i) perm[i] = n - 1 - i;
-    auto should_swap = [&](int64_t a, int64_t b) {
-      for (const auto& s : st) {
-        const int64_t sa = s[a], sb = s[b];
-        if (sa == 0 || sb == 0) continue;
-        if (sa == sb) {
-          if (shape[a] == 0 || (shape[b] != 0 && shape[b] >= shape[a])) continue;
-          return 1;
-        }
-        return sb > sa ? -1 : 1;
-      }
-      return 0;
-    };
-    for (int64_t i = 1; i < n; ++i) {
-      int64_t d1 = i;
-      for (int64_t d0 = i - 1; d0 >= 0; --d0) {
-        const int cmp = should_swap(perm[d0], perm[d1]);
-        if (cmp > 0) {
-          std::swap(perm[d0], perm[d1]);
-          d1 = d0;
-        } else if (cmp < 0) {
-          break;
-        }
-      }
-    }
+    perm = StrideOrder(st, shape);
   }
   std::vector<int64_t> out(n);
   int64_t next = 1;
@@ -164,29 +171,7 @@ std::vector<int64_t> IteratorOutputStrides(const std::vector<const TensorMeta*>&
   if (n <= 1) return ContiguousStrides(shape);
   std::vector<std::vector<int64_t>> st;
   for (const TensorMeta* m : ops) st.push_back(BroadcastStrides(*m, shape));
-  std::vector<int64_t> perm(n);
-  for (int64_t i = 0; i < n; ++i) perm[i] = n - 1 - i;
-  auto should_swap = [&](int64_t d0, int64_t d1) {
-    for (const auto& s : st) {
-      const int64_t s0 = s[d0], s1 = s[d1];
-      if (s0 == 0 || s1 == 0) continue;
-      if (s0 != s1) return s0 < s1 ? -1 : 1;
-      if (shape[d0] > shape[d1]) return 1;
-    }
-    return 0;
-  };
-  for (int64_t i = 1; i < n; ++i) {
-    int64_t d1 = i;
-    for (int64_t d0 = i - 1; d0 >= 0; --d0) {
-      const int cmp = should_swap(perm[d0], perm[d1]);
-      if (cmp > 0) {
-        std::swap(perm[d0], perm[d1]);
-        d1 = d0;
-      } else if (cmp < 0) {
-        break;
-      }
-    }
-  }
+  const std::vector<int64_t> perm = StrideOrder(st, shape);
   bool inverted = true;
   for (int64_t j = 0; j < n; ++j) inverted &= perm[j] == n - 1 - j;
   if (inverted) return ContiguousStrides(shape);

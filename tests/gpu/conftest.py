@@ -33,6 +33,14 @@ _CACHE = {}
 _DIR = tempfile.mkdtemp(prefix="aotirt_gpu_tests_")
 
 
+def allow_unverified(monkeypatch, names):
+    """Lets lowering call shims the manifest still marks "unverified" (platforms.UNVERIFIED_NOTE), for the test
+    that verifies them: as lowering will once their notes are dropped."""
+    from aotirt import platforms
+    unverified = platforms.unverified_shims
+    monkeypatch.setattr(platforms, "unverified_shims", lambda m=None: unverified(m) - set(names))
+
+
 def compiled(key, factory, example_inputs, **compile_kwargs):
     """Compiles factory() once per key with aotirt.compile and returns (model, package_path)."""
     if key not in _CACHE:

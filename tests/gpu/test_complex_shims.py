@@ -20,7 +20,7 @@ import random
 
 import pytest
 
-from conftest import SHIM_LIB as LIB_PATH, compiled, requires_shim_lib, torch
+from conftest import SHIM_LIB as LIB_PATH, allow_unverified, compiled, requires_shim_lib, torch
 from test_attention_shims import Shims
 
 pytestmark = requires_shim_lib
@@ -222,12 +222,6 @@ class Spectrogram(torch.nn.Module if torch is not None else object):
         return s.abs() ** 2
 
 
-def _allow(monkeypatch, names):
-    from aotirt import platforms
-    unverified = platforms.unverified_shims
-    monkeypatch.setattr(platforms, "unverified_shims", lambda m=None: unverified(m) - set(names))
-
-
 @pytest.mark.parametrize("name,factory,make,needs", [
     ("complex_rope", ComplexRope, lambda: (torch.randn(2, 16, 4, 64, device="cuda"),),
      ("aoti_torch_cuda_mul_Tensor", "aoti_torch_cuda_view_as_complex", "aoti_torch_cuda_view_as_real")),
@@ -237,7 +231,7 @@ def _allow(monkeypatch, names):
 def test_complex_models_lower_onto_the_shims_and_replay_under_capture(monkeypatch, name, factory, make, needs):
     import aotirt
     from aotirt import package, platforms
-    _allow(monkeypatch, COMPLEX_SHIMS + FFT_SHIMS)
+    allow_unverified(monkeypatch, COMPLEX_SHIMS + FFT_SHIMS)
     model, path = compiled(f"complex_{name}", lambda: factory().cuda().eval(), make(),
                            options=aotirt.CompileOptions(max_autotune=False))
     called = platforms.shims_called(package.wrapper_source(path))

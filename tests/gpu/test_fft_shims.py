@@ -24,7 +24,7 @@ import threading
 
 import pytest
 
-from conftest import SHIM_LIB as LIB_PATH, compiled, requires_shim_lib, torch
+from conftest import SHIM_LIB as LIB_PATH, allow_unverified, compiled, requires_shim_lib, torch
 from test_attention_shims import Shims
 
 pytestmark = requires_shim_lib
@@ -227,13 +227,6 @@ class Rfft(torch.nn.Module if torch is not None else object):
         return torch.view_as_real(torch.fft.rfft(x, dim=-1))
 
 
-def _allow_fft(monkeypatch):
-    """The shims themselves are what this file tests: let lowering call them, as it will once the notes go."""
-    from aotirt import platforms
-    unverified = platforms.unverified_shims
-    monkeypatch.setattr(platforms, "unverified_shims", lambda m=None: unverified(m) - set(FFT_SHIMS))
-
-
 def _run_and_replay(model, path, make, tol):
     import aotirt
     runner = aotirt.load(path)
@@ -259,7 +252,7 @@ def test_rfft_pattern_lowers_onto_the_shims_and_replays_under_capture(monkeypatc
         with pytest.raises(aotirt.UnsupportedShimError, match="not yet allowed"):
             compiled("fft_rfft_refused", lambda: Rfft().cuda().eval(), make(),
                      options=aotirt.CompileOptions(max_autotune=False))
-        _allow_fft(monkeypatch)
+        allow_unverified(monkeypatch, FFT_SHIMS)
     model, path = compiled("fft_rfft", lambda: Rfft().cuda().eval(), make(),
                            options=aotirt.CompileOptions(max_autotune=False))
     called = platforms.shims_called(package.wrapper_source(path))
@@ -275,7 +268,7 @@ def test_fnet_lowers_onto_the_shims_and_matches_eager(monkeypatch):
                                   max_position_embeddings=128, use_tpu_fourier_optimizations=False)
     torch.manual_seed(0)
     make = lambda: (torch.randint(0, 1000, (2, 64), device="cuda"),)  # noqa: E731
-    _allow_fft(monkeypatch)
+    allow_unverified(monkeypatch, FFT_SHIMS)
 
     class Wrapped(torch.nn.Module):
         def __init__(self):

@@ -13,7 +13,7 @@ import random
 
 import pytest
 
-from conftest import SHIM_LIB as LIB_PATH, compiled, requires_shim_lib, torch
+from conftest import SHIM_LIB as LIB_PATH, allow_unverified, compiled, requires_shim_lib, torch
 from test_attention_shims import Shims
 
 pytestmark = requires_shim_lib
@@ -190,9 +190,7 @@ def test_a_routing_model_lowers_onto_the_shim_and_replays_under_capture(monkeypa
         with pytest.raises(aotirt.UnsupportedShimError, match="not yet allowed"):
             compiled("histc_routing_refused", lambda: Routing().cuda().eval(), make(),
                      options=aotirt.CompileOptions(max_autotune=False))
-        # the shim itself is what this file tests: let lowering call it here, as it will once the note is dropped
-        unverified = platforms.unverified_shims
-        monkeypatch.setattr(platforms, "unverified_shims", lambda m=None: unverified(m) - {name})
+        allow_unverified(monkeypatch, {name})  # the shim itself is what this file tests
     model, path = compiled("histc_routing", lambda: Routing().cuda().eval(), make(),
                            options=aotirt.CompileOptions(max_autotune=False))
     assert name in platforms.shims_called(package.wrapper_source(path)), "the histc fallback was not called"

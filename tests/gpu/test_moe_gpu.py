@@ -8,7 +8,7 @@ options, against eager: the logits of the tokens whose routing agrees. The histc
 "unverified" note here, as its own GPU test does, until that note is dropped."""
 import pytest
 
-from conftest import TOL, compiled, requires_gpu, torch
+from conftest import TOL, allow_unverified, compiled, requires_gpu, torch
 
 pytestmark = requires_gpu
 
@@ -21,12 +21,6 @@ class Experts(torch.nn.Module if torch is not None else object):
 
     def forward(self, x, offs):
         return torch.nn.functional.silu(torch._grouped_mm(x, self.w, offs=offs))
-
-
-def _let_histc_through(monkeypatch):
-    from aotirt import platforms
-    unverified = platforms.unverified_shims
-    monkeypatch.setattr(platforms, "unverified_shims", lambda m=None: unverified(m) - {"aoti_torch_cuda_histc"})
 
 
 def test_grouped_gemms_lower_onto_the_triton_template_and_match_eager():
@@ -52,7 +46,7 @@ def test_a_small_mixtral_in_bfloat16_matches_eager(monkeypatch):
     transformers = pytest.importorskip("transformers")
     import aotirt
     from aotirt import package, platforms
-    _let_histc_through(monkeypatch)
+    allow_unverified(monkeypatch, {"aoti_torch_cuda_histc"})
     config = transformers.MixtralConfig(hidden_size=256, intermediate_size=512, num_hidden_layers=2,
                                         num_attention_heads=4, num_key_value_heads=2, vocab_size=1000,
                                         max_position_embeddings=256, num_local_experts=4, num_experts_per_tok=2)
