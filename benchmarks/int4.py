@@ -32,7 +32,7 @@ M_VALUES = [1, 2, 4, 8, 16, 32, 64, 128, 512]
 # (n, k): decode.py's llama_05b (q/o, k/v, gate/up, down) and Llama-7B (q/k/v/o, gate/up, down)
 NK = [(1024, 1024), (256, 1024), (4096, 1024), (1024, 4096), (4096, 4096), (11008, 4096), (4096, 11008)]
 DECODE_M = 8  # rows with m <= this are decode-like: the target applies there
-KERNEL_MAX_M = 31  # rows the int4 kernel runs (below shim_int4.cc's kDequantizeMinRows): the fast variant is timed
+KERNEL_MAX_M = 7  # rows the int4 kernel runs (below shim_int4.cc's kDequantizeMinRows): the fast variant is timed
 FAST_ENV = "AOTIRT_INT4_FAST_DEQUANT"
 
 

@@ -23,8 +23,7 @@ namespace {
 // From this many rows on, dequantize + cuBLASLt GEMM (a prefill); below, the int4 kernel (a decode step).
 // benchmarks/int4.py on the H200 (benchmarks/RESULTS.md, int4 run 1) says 8: the dequantize path costs about what
 // m = 32 costs at every m, which the kernel beats up to m = 4 and loses to from m = 8 on most shapes (16 on all).
-// Kept at 32, the threshold the GPU tests passed with, until they have run with 8 (tests/gpu/LAST_RUN.md).
-constexpr int64_t kDequantizeMinRows = 32;
+constexpr int64_t kDequantizeMinRows = 8;
 
 bool CublasLtLoads(const char* fn) {
   try {

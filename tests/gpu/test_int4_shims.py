@@ -2,7 +2,7 @@
 torch._weight_int4pack_mm on weights packed by torch._convert_weight_to_int4pack: every inner_k_tiles (2, 4, 8) and
 group size (32..256), m from 1 to 64, random weights, scales and zeros. Exactly: an identity input returns the
 dequantized weights themselves (bf16((q - 8) * scale + zero), torch's dequantization), which pins the packed layout
-element by element, through both paths (the int4 kernel below 32 rows, dequantize + cuBLASLt from 32 on; 4-row
+element by element, through both paths (the int4 kernel below 8 rows, dequantize + cuBLASLt from 8 on; 4-row
 calls stay on the kernel for any threshold above 4); otherwise within bf16 rounding of a float32 reference on the same
 dequantized weights and of torch's kernel (given an aligned copy: it faults on odd-offset views). Called through ctypes on the shim library named by $AOTIRT_SHIM_LIB. First passed on the H200 at
 ff2943f (tests/gpu/LAST_RUN.md); the manifest kept the shim out of lowering until then (note "unverified")."""
@@ -80,7 +80,7 @@ def test_identity_input_returns_the_dequantized_weights_exactly(shims, inner_k_t
     n = 24
     _, packed, sz, w = quantized(n, k, group, inner_k_tiles, seed=inner_k_tiles * 1000 + group)
     eye = torch.eye(k, dtype=torch.bfloat16, device="cuda")
-    # all k rows at once (m >= 32: the dequantize + cuBLASLt path), and 4 rows per call (the int4 kernel)
+    # all k rows at once (m >= 8: the dequantize + cuBLASLt path), and 4 rows per call (the int4 kernel)
     got, err = shims.mm(eye, packed, group, sz)
     assert got is not None, err
     y, (sizes, strides) = got
