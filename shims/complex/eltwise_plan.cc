@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <optional>
 
 #include "shims/common/error.h"
 #include "shims/tensor/tensor.h"
@@ -251,23 +252,49 @@ DType PromoteTypes(DType a, DType b) {
   return ElementSize(a) >= ElementSize(b) ? a : b;
 }
 
-DType ResultType(const TensorMeta& a, const TensorMeta& b) {
-  const bool da = !a.sizes.empty(), db = !b.sizes.empty();
-  if (da == db) return PromoteTypes(a.dtype, b.dtype);
-  const DType higher = da ? a.dtype : b.dtype, lower = da ? b.dtype : a.dtype;
-  // ATen's combine_categories(dimResult, zeroResult)
-  if (IsComplex(higher)) return higher;
-  if (IsComplex(lower)) {
-    if (IsFloating(higher)) {  // c10's toComplexType: bfloat16 (float32's range) -> complex64, float16 -> complex32
-      if (higher == DType::kFloat64) return DType::kComplex128;
-      if (higher == DType::kFloat32 || higher == DType::kBFloat16) return DType::kComplex64;
+namespace {
+
+// ATen's combine_categories(higher, lower), an absent slot (Undefined) giving the other.
+std::optional<DType> CombineCategories(std::optional<DType> higher, std::optional<DType> lower) {
+  if (!higher) return lower;
+  if (!lower) return higher;
+  const DType h = *higher, l = *lower;
+  if (IsComplex(h)) return h;
+  if (IsComplex(l)) {
+    if (IsFloating(h)) {  // c10's toComplexType: bfloat16 (float32's range) -> complex64, float16 -> complex32
+      if (h == DType::kFloat64) return DType::kComplex128;
+      if (h == DType::kFloat32 || h == DType::kBFloat16) return DType::kComplex64;
       return DType::kBool;  // complex32: not stored, the caller refuses
     }
-    return lower;
+    return l;
   }
-  if (IsFloating(higher)) return higher;
-  if (higher == DType::kBool || IsFloating(lower)) return PromoteTypes(higher, lower);
-  return higher;
+  if (IsFloating(h)) return h;
+  if (h == DType::kBool || IsFloating(l)) return PromoteTypes(h, l);
+  return h;
+}
+
+void Promote(std::optional<DType>* slot, DType d) { *slot = *slot ? PromoteTypes(**slot, d) : d; }
+
+}  // namespace
+
+DType ResultType(const Operand& a, const Operand& b) {
+  // ATen's update_result_type_state: three slots, dimensioned > zero-dim > wrapped number.
+  std::optional<DType> dim, zero, wrapped;
+  for (const Operand* o : {&a, &b}) {
+    DType d = o->meta.dtype;
+    if (o->cpu_scalar) {
+      // A wrapped number counts by its category only: floating -> the default dtype (float32), complex -> the
+      // default complex dtype (complex64), integers and bool as they are (Inductor wraps a Python int as int64).
+      if (IsComplex(d)) d = DType::kComplex64;
+      else if (IsFloating(d)) d = DType::kFloat32;
+      Promote(&wrapped, d);
+    } else if (!o->meta.sizes.empty()) {
+      Promote(&dim, d);
+    } else {
+      Promote(&zero, d);
+    }
+  }
+  return *CombineCategories(dim, CombineCategories(zero, wrapped));
 }
 
 EltwisePlan PlanMul(const char* fn, const Operand& self, const Operand& other) {
@@ -276,7 +303,7 @@ EltwisePlan PlanMul(const char* fn, const Operand& self, const Operand& other) {
   AOTIRT_CHECK_NOT_SUPPORTED(IsComplex(self.meta.dtype) || IsComplex(other.meta.dtype), fn, "the product of ",
                              Name(self.meta.dtype), " and ", Name(other.meta.dtype), " is not complex: Inductor "
                              "generates Triton for real products, this shim takes complex ones");
-  const DType r = ResultType(self.meta, other.meta);
+  const DType r = ResultType(self, other);
   AOTIRT_CHECK_NOT_SUPPORTED(IsComplex(r), fn, "the product of ", Name(self.meta.dtype), " (", self.meta.sizes.size(),
                              "-d) and ", Name(other.meta.dtype), " (", other.meta.sizes.size(), "-d) is complex32 "
                              "or has no complex type; this shim multiplies complex64 and complex128");

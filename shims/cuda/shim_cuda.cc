@@ -257,8 +257,13 @@ AOTIRT_EXPORT AOTITorchError aoti_torch_cuda_slice_Tensor(AtenTensorHandle self,
     lo = lo < 0 ? 0 : (lo >= sizes[d] ? sizes[d] : lo);
     hi = hi < lo ? lo : (hi >= sizes[d] ? sizes[d] : hi);
     const int64_t offset = t->storage_offset() + lo * strides[d];
-    sizes[d] = (hi - lo + step - 1) / step;
-    strides[d] *= step;
+    // ceil(len / step) without forming len + step - 1, which overflows for a huge step (torch's own formula does:
+    // it gives 0 elements for x[1::2**63-1] where there is one).
+    const int64_t len = hi - lo;
+    sizes[d] = len == 0 ? 0 : (len - 1) / step + 1;
+    // torch multiplies the stride by the step in int64 arithmetic (wrapping); unsigned arithmetic gives the same bits
+    // without signed overflow.
+    strides[d] = static_cast<int64_t>(static_cast<uint64_t>(strides[d]) * static_cast<uint64_t>(step));
     *ret0 = ToHandle(new Tensor(t->storage(), std::move(sizes), std::move(strides), offset, t->dtype()));
   })
 }

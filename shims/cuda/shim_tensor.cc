@@ -262,6 +262,15 @@ AOTIRT_EXPORT AOTITorchError aoti_torch_scalar_to_tensor_int64(int64_t value, At
 AOTIRT_EXPORT AOTITorchError aoti_torch_scalar_to_tensor_bool(bool value, AtenTensorHandle* ret_new_tensor) {
   return ScalarToTensor("aoti_torch_scalar_to_tensor_bool", DType::kBool, &value, ret_new_tensor);
 }
+// c10::complex<float> / <double> by value (AotirtComplex64/128: the same members, size and alignment).
+AOTIRT_EXPORT AOTITorchError aoti_torch_scalar_to_tensor_complex64(AotirtComplex64 value,
+                                                                   AtenTensorHandle* ret_new_tensor) {
+  return ScalarToTensor("aoti_torch_scalar_to_tensor_complex64", DType::kComplex64, &value, ret_new_tensor);
+}
+AOTIRT_EXPORT AOTITorchError aoti_torch_scalar_to_tensor_complex128(AotirtComplex128 value,
+                                                                    AtenTensorHandle* ret_new_tensor) {
+  return ScalarToTensor("aoti_torch_scalar_to_tensor_complex128", DType::kComplex128, &value, ret_new_tensor);
+}
 
 // torch.view_as_real / torch.view_as_complex (c_shim_cuda.h names; pure metadata, any device): the same storage seen
 // as (real, imag) pairs. torch's checks and messages.
@@ -303,6 +312,73 @@ AOTIRT_EXPORT AOTITorchError aoti_torch_cuda_view_as_complex(AtenTensorHandle se
     AOTIRT_CHECK(t->storage_offset() % 2 == 0, fn, "Tensor must have a storage_offset divisible by 2");
     *ret0 = ToHandle(new Tensor(t->storage(), std::move(sizes), std::move(strides), t->storage_offset() / 2,
                                 aotirt::ComplexOfReal(t->dtype())));
+  })
+}
+
+// torch's Tensor.view(dtype) (aten/src/ATen/native/TensorConversions.cpp view_dtype; c_shim_cuda.h name; metadata
+// only, any device): the same storage read as `dtype`. Inductor emits it around complex tensors, e.g. for a complex
+// `a + b` (x.view(x.real.dtype) ... .view(complex dtype)). torch's checks, in its order, and its messages (which name
+// c10's ScalarType spellings).
+namespace {
+const char* C10Name(DType d) {
+  switch (d) {
+    case DType::kUInt8: return "Byte";
+    case DType::kInt8: return "Char";
+    case DType::kInt16: return "Short";
+    case DType::kInt32: return "Int";
+    case DType::kInt64: return "Long";
+    case DType::kFloat16: return "Half";
+    case DType::kFloat32: return "Float";
+    case DType::kFloat64: return "Double";
+    case DType::kComplex64: return "ComplexFloat";
+    case DType::kComplex128: return "ComplexDouble";
+    case DType::kBool: return "Bool";
+    case DType::kBFloat16: return "BFloat16";
+  }
+  return "?";
+}
+}  // namespace
+
+AOTIRT_EXPORT AOTITorchError aoti_torch_cuda_view_dtype(AtenTensorHandle self, int32_t dtype, AtenTensorHandle* ret0) {
+  static const char* fn = "aoti_torch_cuda_view_dtype";
+  AOTIRT_SHIM_BOUNDARY(fn, {
+    Tensor* t = FromHandle(self, fn, "self");
+    AOTIRT_CHECK(ret0 != nullptr, fn, "ret0 is null");
+    const DType to = aotirt::CheckedDType(fn, dtype), from = t->dtype();
+    const int64_t from_size = aotirt::ElementSize(from), to_size = aotirt::ElementSize(to);
+    std::vector<int64_t> sizes = t->sizes(), strides = t->strides();
+    int64_t offset = t->storage_offset();
+    const int64_t n = t->dim();
+    if (from_size != to_size) {
+      AOTIRT_CHECK(n > 0, fn, "self.dim() cannot be 0 to view ", C10Name(from), " as ", C10Name(to),
+                   " (different element sizes)");
+      if (from_size > to_size) {  // downsizing: every element becomes `ratio` elements along the last dim
+        const int64_t ratio = from_size / to_size;
+        AOTIRT_CHECK(strides[n - 1] == 1, fn, "self.stride(-1) must be 1 to view ", C10Name(from), " as ",
+                     C10Name(to), " (different element sizes), but got ", strides[n - 1]);
+        for (int64_t d = 0; d < n - 1; ++d) strides[d] *= ratio;
+        sizes[n - 1] *= ratio;
+        offset *= ratio;
+      } else {  // upsizing: `ratio` elements along the last dim become one
+        const int64_t ratio = to_size / from_size;
+        AOTIRT_CHECK(sizes[n - 1] % ratio == 0, fn, "self.size(-1) must be divisible by ", ratio, " to view ",
+                     C10Name(from), " as ", C10Name(to), " (different element sizes), but got ", sizes[n - 1]);
+        AOTIRT_CHECK(offset % ratio == 0, fn, "self.storage_offset() must be divisible by ", ratio, " to view ",
+                     C10Name(from), " as ", C10Name(to), " (different element sizes), but got ", offset);
+        AOTIRT_CHECK(strides[n - 1] == 1, fn, "self.stride(-1) must be 1 to view ", C10Name(from), " as ",
+                     C10Name(to), " (different element sizes), but got ", strides[n - 1]);
+        for (int64_t d = 0; d < n - 1; ++d) {
+          AOTIRT_CHECK(strides[d] % ratio == 0, fn, "self.stride(", d, ") must be divisible by ", ratio,
+                       " to view ", C10Name(from), " as ", C10Name(to), " (different element sizes), but got ",
+                       strides[d]);
+          strides[d] /= ratio;
+        }
+        sizes[n - 1] /= ratio;
+        offset /= ratio;
+      }
+      strides[n - 1] = 1;
+    }
+    *ret0 = ToHandle(new Tensor(t->storage(), std::move(sizes), std::move(strides), offset, to));
   })
 }
 

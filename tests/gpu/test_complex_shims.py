@@ -134,13 +134,17 @@ def test_random_cases_match_torch(shims):
                 a, b = b, a
             want = a * b
             got, layout, err = shims.call("aoti_torch_cuda_mul_Tensor", a, b, out_dtype=want.dtype)
+            if want.dtype == torch.complex32:  # a half tensor times a complex 0-d one: torch's ComplexHalf, ours not
+                assert got is None and "complex32" in err, (i, err)
+                ops[kind] += 1
+                continue
             fake = _fake_strides(torch.mul, a, b)
         elif kind == "mul_scalar":
             a = _operand(rng, shape, cdt)
             v = rng.choice([2.0, -0.5, 3])
-            want = a * torch.scalar_tensor(v, dtype=torch.float64 if isinstance(v, float) else torch.int64)
+            want = a * v  # the 0-d CPU operand is a wrapped number, as scalar_to_tensor's is for Inductor's `x * 2.0`
             got, layout, err = shims.call("aoti_torch_cuda_mul_Tensor", a, shims.scalar(v), out_dtype=want.dtype)
-            fake = _fake_strides(lambda x: x * torch.scalar_tensor(v), a)
+            fake = _fake_strides(lambda x: x * v, a)
         elif kind == "polar":
             dt = rng.choice([torch.float32, torch.float64])
             a, b = _operand(rng, shape, dt), _operand(rng, shape, dt)

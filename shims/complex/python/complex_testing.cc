@@ -49,12 +49,19 @@ PYBIND11_MODULE(_complex_testing, m) {
     const Operand x = FromSpec(a);
     return ToDict(aotirt_testing::PlanOrValueError([&] { return PlanAbs("plan_abs", x); }));
   });
-  m.def("result_type", [](int32_t a, bool a_dim, int32_t b, bool b_dim) {
-    aotirt::TensorMeta x, y;
-    x.dtype = static_cast<aotirt::DType>(a);
-    y.dtype = static_cast<aotirt::DType>(b);
-    if (a_dim) x.sizes = {1}, x.strides = {1};
-    if (b_dim) y.sizes = {1}, y.strides = {1};
-    return static_cast<int32_t>(ResultType(x, y));
-  });
+  // *_wrapped: a 0-d CPU operand (a wrapped number; needs *_dim false).
+  m.def(
+      "result_type",
+      [](int32_t a, bool a_dim, int32_t b, bool b_dim, bool a_wrapped, bool b_wrapped) {
+        Operand x, y;
+        x.meta.dtype = static_cast<aotirt::DType>(a);
+        y.meta.dtype = static_cast<aotirt::DType>(b);
+        if (a_dim) x.meta.sizes = {1}, x.meta.strides = {1};
+        if (b_dim) y.meta.sizes = {1}, y.meta.strides = {1};
+        x.cpu_scalar = a_wrapped;
+        y.cpu_scalar = b_wrapped;
+        return static_cast<int32_t>(ResultType(x, y));
+      },
+      py::arg("a"), py::arg("a_dim"), py::arg("b"), py::arg("b_dim"), py::arg("a_wrapped") = false,
+      py::arg("b_wrapped") = false);
 }

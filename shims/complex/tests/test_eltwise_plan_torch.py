@@ -2,7 +2,9 @@
 layouts (contiguous, permuted, sliced, expanded, channels-last, size-1 and 0-d operands), the result's dtype, sizes
 and strides equal those torch gives the same op three ways: its meta function, a fake tensor (what Inductor's
 generated code assumes) and eager on CPU (TensorIterator, as on CUDA); torch.result_type over every dtype pair,
-dimensioned or zero-dim; and the refusals. The values are checked on the GPU (tests/gpu/test_complex_shims.py)."""
+dimensioned, zero-dim or a wrapped number; and the refusals. A 0-d CPU operand (cpu_scalar: what scalar_to_tensor of
+a Python number makes) is a wrapped number, so torch is asked with the Python scalar in its place. The values are
+checked on the GPU (tests/gpu/test_complex_shims.py)."""
 
 import random
 
@@ -57,12 +59,23 @@ def _spec(x, cpu_scalar=False):
     return (list(x.shape), list(x.stride()), CODES[x.dtype], cpu_scalar)
 
 
+def _python_scalar(dtype):
+    """A Python number of dtype's category: what Inductor's generated code wraps with scalar_to_tensor."""
+    if dtype.is_complex:
+        return 1.5 - 0.5j
+    if dtype.is_floating_point:
+        return 2.5
+    return True if dtype == torch.bool else 3
+
+
 def _three_ways(op, *xs):
-    """(dtype, sizes, strides) torch gives op on meta tensors, on fake tensors and eagerly on CPU; all must agree."""
-    metas = [torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device="meta") for x in xs]
+    """(dtype, sizes, strides) torch gives op on meta tensors, on fake tensors and eagerly on CPU; all must agree.
+    A Python number among xs is passed as it is (torch wraps it)."""
+    t = lambda x: isinstance(x, torch.Tensor)  # noqa: E731
+    metas = [torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device="meta") if t(x) else x for x in xs]
     got = [op(*metas)]
     with FakeTensorMode() as mode:
-        fakes = [mode.from_tensor(x) for x in xs]
+        fakes = [mode.from_tensor(x) if t(x) else x for x in xs]
         got.append(op(*fakes))
     got.append(op(*xs))
     out = [(t.dtype, list(t.shape), list(t.stride())) for t in got]
@@ -99,10 +112,13 @@ def test_mul_layouts_and_dtypes_match_torch():
         if rng.random() < 0.5:
             da, db = db, da
         a, b = _operand(rng, shape, da), _operand(rng, shape, db)
-        if rng.random() < 0.15:
-            b = torch.zeros((), dtype=db)  # a 0-d operand (Inductor's scalar_to_tensor: a CPU scalar)
-        ways = _three_ways(torch.mul, a, b)
-        p = ct.plan_mul(_spec(a), _spec(b, cpu_scalar=b.dim() == 0 and rng.random() < 0.5))
+        wrapped = False
+        if rng.random() < 0.2:
+            b = torch.zeros((), dtype=db)  # a 0-d operand: a CUDA tensor, or a CPU scalar (scalar_to_tensor)
+            wrapped = rng.random() < 0.5
+        # A CPU scalar is a wrapped number: torch is asked with the Python number it came from.
+        ways = _three_ways(torch.mul, a, _python_scalar(db) if wrapped else b)
+        p = ct.plan_mul(_spec(a), _spec(b, cpu_scalar=wrapped))
         _assert_plan(p, ways, f"case {i}: {a.dtype}{list(a.shape)}{a.stride()} * {b.dtype}{list(b.shape)}{b.stride()}")
         n, out = len(p["out_sizes"]), p["out_sizes"]
         for x, st in zip((a, b), p["operand_strides"]):
@@ -144,6 +160,64 @@ def test_result_type_matches_torch_over_every_pair(a_dim, b_dim):
                 assert DTYPES.get(got) == want, (a, a_dim, b, b_dim, want, got)
             else:  # complex32: not stored (the planner refuses it)
                 assert got == CODES[torch.bool], (a, b, want, got)
+
+
+# Python numbers for the wrapped dtypes torch can be asked about (torch wraps bool, int, float and complex; a wrapped
+# float or complex counts as the default float32 / complex64 whatever its width, so float32 and complex64 scalars
+# are asked as Python floats and complexes too). A wrapped int8/int16/int32/uint8 (scalar_to_tensor of those; never
+# from a Python number) keeps its dtype: it is checked where that equals a zero-dim tensor (a dimensioned partner).
+PY_SCALARS = {torch.bool: True, torch.int64: 3, torch.float64: 2.5, torch.float32: 2.5, torch.float16: 2.5,
+              torch.bfloat16: 2.5, torch.complex128: 1.5 - 0.5j, torch.complex64: 1.5 - 0.5j}
+
+
+@pytest.mark.parametrize("a_dim", [True, False])
+def test_result_type_of_a_wrapped_number_matches_torch_over_every_pair(a_dim):
+    checked = 0
+    for a in CODES:
+        x = torch.zeros([1] if a_dim else [], dtype=a)
+        for b in CODES:
+            if b in PY_SCALARS:
+                want = torch.result_type(x, PY_SCALARS[b])
+            elif a_dim:
+                want = torch.result_type(x, torch.zeros((), dtype=b))
+            else:
+                continue
+            got = ct.result_type(CODES[a], a_dim, CODES[b], False, b_wrapped=True)
+            got_swapped = ct.result_type(CODES[b], False, CODES[a], a_dim, a_wrapped=True)
+            assert got == got_swapped, (a, b)
+            if want in CODES:
+                assert DTYPES.get(got) == want, (a, a_dim, b, want, DTYPES.get(got))
+            else:  # complex32
+                assert got == CODES[torch.bool], (a, b, want, got)
+            checked += 1
+    assert checked >= (144 if a_dim else 96), checked
+
+
+def test_a_wrapped_number_does_not_widen_a_complex_result():
+    """The review's case: s = z.sum() (0-d CUDA complex64) * 2.0 is complex64 in Inductor (a wrapped number), not
+    complex128 (which a 0-d float64 tensor would give); a wrapped complex counts by category only."""
+    z0 = ([], [], CODES[torch.complex64], False)
+    for scalar_dtype in (torch.float64, torch.float32, torch.int64, torch.bool, torch.complex128):
+        p = ct.plan_mul(z0, ([], [], CODES[scalar_dtype], True))
+        assert DTYPES[p["out_dtype"]] == torch.complex64 == torch.result_type(torch.zeros((), dtype=torch.complex64),
+                                                                              PY_SCALARS[scalar_dtype]), scalar_dtype
+        assert p["out_sizes"] == [] and p["operand_strides"] == [[], []]
+    # a 0-d CUDA float64 tensor is a tensor: complex128, as torch
+    p = ct.plan_mul(z0, ([], [], CODES[torch.float64], False))
+    assert DTYPES[p["out_dtype"]] == torch.complex128 == torch.result_type(torch.zeros((), dtype=torch.complex64),
+                                                                           torch.zeros((), dtype=torch.float64))
+    c128 = ([], [], CODES[torch.complex128], True)  # Inductor's scalar_to_tensor_complex128 of a Python complex
+    for dt, want in ((torch.int64, torch.complex64), (torch.int32, torch.complex64), (torch.bool, torch.complex64),
+                     (torch.float32, torch.complex64), (torch.float64, torch.complex128),
+                     (torch.complex64, torch.complex64), (torch.complex128, torch.complex128)):
+        x = torch.zeros(2, 3, dtype=dt)
+        assert torch.result_type(x, 1.5 - 0.5j) == want
+        p = ct.plan_mul(_spec(x), c128)
+        assert DTYPES[p["out_dtype"]] == want, (dt, DTYPES[p["out_dtype"]])
+        assert p["out_strides"] == [3, 1] and p["operand_strides"][1] == [0, 0]
+    with pytest.raises(ValueError, match="NotSupported: plan_mul: the product of float16 \\(2-d\\) and complex128 "
+                                         "\\(0-d\\) is complex32"):
+        ct.plan_mul(([2, 3], [3, 1], 5, False), c128)
 
 
 def test_refusals():

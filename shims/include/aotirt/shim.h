@@ -38,6 +38,31 @@ typedef struct CUDAGuardOpaque* CUDAGuardHandle;
 struct CUDAStreamGuardOpaque;
 typedef struct CUDAStreamGuardOpaque* CUDAStreamGuardHandle;
 
+// c10::complex<float> / c10::complex<double> as plain C: torch's shim.h passes them by value, and c10::complex<T> is
+// a trivially copyable struct alignas(2 * sizeof(T)) { T real_; T imag_; }, so a struct of the same two members,
+// size and alignment is passed the same way (registers or memory) by every C ABI we build for.
+#ifdef __cplusplus
+#define AOTIRT_ALIGNAS(n) alignas(n)
+#define AOTIRT_ALIGNOF(t) alignof(t)
+#define AOTIRT_STATIC_ASSERT(cond, msg) static_assert(cond, msg)
+#else
+#define AOTIRT_ALIGNAS(n) _Alignas(n)
+#define AOTIRT_ALIGNOF(t) _Alignof(t)
+#define AOTIRT_STATIC_ASSERT(cond, msg) _Static_assert(cond, msg)
+#endif
+typedef struct AotirtComplex64 {
+  AOTIRT_ALIGNAS(8) float re;
+  float im;
+} AotirtComplex64;  // c10::complex<float>
+typedef struct AotirtComplex128 {
+  AOTIRT_ALIGNAS(16) double re;
+  double im;
+} AotirtComplex128;  // c10::complex<double>
+AOTIRT_STATIC_ASSERT(sizeof(AotirtComplex64) == 8 && AOTIRT_ALIGNOF(AotirtComplex64) == 8,
+                     "c10::complex<float>'s size and alignment");
+AOTIRT_STATIC_ASSERT(sizeof(AotirtComplex128) == 16 && AOTIRT_ALIGNOF(AotirtComplex128) == 16,
+                     "c10::complex<double>'s size and alignment");
+
 // ---- codes
 AOTIRT_EXPORT int32_t aoti_torch_dtype_float32(void);
 AOTIRT_EXPORT int32_t aoti_torch_dtype_float16(void);
@@ -97,6 +122,11 @@ AOTIRT_EXPORT AOTITorchError aoti_torch_assign_tensors_out(AtenTensorHandle src,
 // pairs, complex128 <-> float64 pairs, over the same storage.
 AOTIRT_EXPORT AOTITorchError aoti_torch_cuda_view_as_real(AtenTensorHandle self, AtenTensorHandle* ret0);
 AOTIRT_EXPORT AOTITorchError aoti_torch_cuda_view_as_complex(AtenTensorHandle self, AtenTensorHandle* ret0);
+// torch's Tensor.view(dtype) (c_shim_cuda.h name; metadata only, any device): the same storage read as `dtype`, with
+// torch's rules and messages for different element sizes (last dim rescaled, stride(-1) 1, other strides and the
+// storage offset rescaled). A new reference, also when dtype is self's (torch returns self).
+AOTIRT_EXPORT AOTITorchError aoti_torch_cuda_view_dtype(AtenTensorHandle self, int32_t dtype,
+                                                        AtenTensorHandle* ret0);
 // torch's permute / slice.Tensor / reshape (c_shim_cuda.h names; any device): views with torch's checks; reshape
 // copies (contiguously) only where no view exists. start/end of slice may be null (torch's None).
 AOTIRT_EXPORT AOTITorchError aoti_torch_cuda_permute(AtenTensorHandle self, const int64_t* dims, int64_t dims_len_,
@@ -114,6 +144,11 @@ AOTIRT_EXPORT AOTITorchError aoti_torch_scalar_to_tensor_int16(int16_t value, At
 AOTIRT_EXPORT AOTITorchError aoti_torch_scalar_to_tensor_int32(int32_t value, AtenTensorHandle* ret_new_tensor);
 AOTIRT_EXPORT AOTITorchError aoti_torch_scalar_to_tensor_int64(int64_t value, AtenTensorHandle* ret_new_tensor);
 AOTIRT_EXPORT AOTITorchError aoti_torch_scalar_to_tensor_bool(bool value, AtenTensorHandle* ret_new_tensor);
+AOTIRT_EXPORT AOTITorchError aoti_torch_scalar_to_tensor_complex64(AotirtComplex64 value,
+                                                                   AtenTensorHandle* ret_new_tensor);
+AOTIRT_EXPORT AOTITorchError aoti_torch_scalar_to_tensor_complex128(AotirtComplex128 value,
+                                                                    AtenTensorHandle* ret_new_tensor);
+// (torch's scalar_to_tensor_uint16/_uint32/_uint64 are not here: this library does not store those dtypes.)
 
 // ---- data movement on the current stream
 AOTIRT_EXPORT AOTITorchError aoti_torch_copy_(AtenTensorHandle self, AtenTensorHandle src, int32_t non_blocking);

@@ -2,7 +2,10 @@
 return type and parameter types, in order (names may differ). torch's headers are the ones of the torch installed
 here (torch/include/torch/csrc/inductor/aoti_torch/c/shim.h and generated/c_shim_cuda.h); the GPU machine's torch
 2.11 and CI's 2.13 declare the attention and GEMM fallbacks alike. A shim of ours that torch does not declare
-(aotirt_* extensions) is out of scope; a manifest shim named aoti_torch_* that neither torch header declares fails."""
+(aotirt_* extensions) is out of scope; a manifest shim named aoti_torch_* that neither torch header declares fails.
+Our header spells c10::complex<float> / <double> (passed by value by scalar_to_tensor_complex64/128) as the plain C
+structs AotirtComplex64 / AotirtComplex128 of the same members, size and alignment (static_asserts in shim.h);
+the comparison maps them back, and a test checks that torch's c10::complex still has that layout."""
 import os
 import re
 
@@ -15,6 +18,12 @@ OURS = (os.path.join(SRCDIR, os.environ.get("TEST_WORKSPACE", "aotirt"), "shims/
         else os.path.join(HERE, "../../../shims/include/aotirt/shim.h"))
 TORCH_INC = os.path.join(os.path.dirname(torch.__file__), "include", "torch", "csrc", "inductor", "aoti_torch")
 TORCH_HEADERS = [os.path.join(TORCH_INC, "c", "shim.h"), os.path.join(TORCH_INC, "generated", "c_shim_cuda.h")]
+
+# Our plain C spelling of a torch C++ type -> torch's (same size, alignment and members: passed alike by value).
+EQUIVALENT_TYPES = {"AotirtComplex64": "c10::complex<float>", "AotirtComplex128": "c10::complex<double>"}
+_INC = os.path.join(os.path.dirname(torch.__file__), "include")
+COMPLEX_H = next((p for p in (os.path.join(_INC, "torch", "headeronly", "util", "complex.h"),
+                              os.path.join(_INC, "c10", "util", "complex.h")) if os.path.exists(p)), "")
 
 DECL = re.compile(r"(?:AOTI_TORCH_EXPORT|AOTIRT_EXPORT)\s+([\w\s\*]+?)\s*\b(\w+)\s*\(([^;{]*?)\)\s*;", re.S)
 
@@ -29,20 +38,21 @@ def _param_type(p: str) -> str:
     return " ".join(toks)
 
 
-def declarations(path: str) -> dict:
+def declarations(path: str, equivalent: dict | None = None) -> dict:
     text = open(path).read()
     text = re.sub(r"//[^\n]*", "", text)
     text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
     out = {}
     for ret, name, params in DECL.findall(text):
         types = [_param_type(p) for p in params.split(",")]
+        types = [(equivalent or {}).get(t, t) for t in types]
         out[name] = (" ".join(ret.replace("*", " * ").split()), [t for t in types if t])
     return out
 
 
 @pytest.fixture(scope="module")
 def ours():
-    d = declarations(OURS)
+    d = declarations(OURS, EQUIVALENT_TYPES)
     assert len(d) > 60, f"parsed only {len(d)} declarations from {OURS}"
     return d
 
@@ -81,3 +91,24 @@ def test_a_changed_parameter_type_is_caught(tmp_path, theirs):
     h.write_text("AOTIRT_EXPORT AOTITorchError aoti_torch_cuda_mm_out(AtenTensorHandle out, AtenTensorHandle self, "
                  "int64_t mat2);\n")
     assert declarations(str(h))["aoti_torch_cuda_mm_out"] != theirs["aoti_torch_cuda_mm_out"]
+
+
+def test_complex_scalars_are_checked_through_the_equivalent_types(ours, theirs):
+    for n, t in (("aoti_torch_scalar_to_tensor_complex64", "c10::complex<float>"),
+                 ("aoti_torch_scalar_to_tensor_complex128", "c10::complex<double>")):
+        assert n in ours and ours[n] == theirs[n] == ("AOTITorchError", [t, "AtenTensorHandle *"]), (n, ours.get(n))
+    text = open(OURS).read()
+    for ours_t, size in (("AotirtComplex64", 8), ("AotirtComplex128", 16)):
+        assert f"sizeof({ours_t}) == {size} && AOTIRT_ALIGNOF({ours_t}) == {size}" in text, ours_t
+
+
+def test_torchs_complex_has_the_layout_our_structs_copy():
+    """c10::complex<T>: alignas(2 * sizeof(T)), members real_ then imag_ of type T, trivially copyable (no
+    user-declared copy constructor or destructor: passed in registers like our C structs)."""
+    text = re.sub(r"//[^\n]*", "", open(COMPLEX_H).read())
+    m = re.search(r"struct alignas\(sizeof\(T\) \* 2\) complex \{(.*?)\n\};", text, re.S)
+    assert m, f"no `struct alignas(sizeof(T) * 2) complex` in {COMPLEX_H}"
+    body = m.group(1)
+    members = re.findall(r"^\s*T (\w+) = T\(0\);", body, re.M)
+    assert members == ["real_", "imag_"], members
+    assert not re.search(r"complex\(const complex(<T>)?\s*&\s*\w*\)|~complex", body), "a user-declared copy/dtor"
