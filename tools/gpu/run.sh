@@ -381,6 +381,11 @@ setup_env() {
 
 main() {
   setup_env
+  if [[ ! -d "$B" ]]; then  # every suite needs the bundle: say so instead of N failures
+    echo "run.sh: no GPU bundle at $B (build it with 'bash tools/gpu/bundle.sh' from a clean clone and carry" \
+         "gpu_bundle, or set AOTIRT_BUNDLE_DIR)" >&2
+    return 2
+  fi
   SUITES=("$@"); [[ ${#SUITES[@]} -eq 0 ]] && SUITES=(all)
   summary="$OUT/summary.txt"; : > "$summary"
   [[ -n "${WHEEL_NOTE:-}" ]] && echo "$WHEEL_NOTE" | tee -a "$summary"

@@ -230,6 +230,13 @@ def run_sh(tmp_path, bundle, *suites, env=None):
     return r, r.stdout.strip().splitlines()
 
 
+def test_run_without_a_bundle_says_so_and_runs_nothing(tmp_path):
+    r, lines = run_sh(tmp_path, tmp_path / "no_bundle", "py")
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "no GPU bundle at" in r.stderr and "tools/gpu/bundle.sh" in r.stderr, r.stderr
+    assert not (tmp_path / "out/summary.txt").exists(), "nothing ran, so no summary"
+
+
 def test_run_fails_a_suite_that_ran_zero_tests(tmp_path):
     b = fake_bundle(tmp_path, {"shims_empty_test": dict(ran=0, passed=0)})
     r, lines = run_sh(tmp_path, b, "cc")
