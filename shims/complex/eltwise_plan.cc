@@ -128,8 +128,9 @@ std::vector<int64_t> OutputStrides(const std::vector<const TensorMeta*>& ops, co
   if (contiguous && !channels_last) {
     for (int64_t i = 0; i < n; ++i) perm[i] = n - 1 - i;
   } else if (channels_last && !contiguous) {
-    perm[0] = 1;
-    for (int64_t i = 1; i < n; ++i) perm[i] = n - i;  // 1, then n-1 .. 2, then 0
+    perm[0] = 1;  // 1, then n-1 .. 2, then 0
+    for (int64_t i = 1; i + 1 < n; ++i) perm[i] = n - i;
+    perm[n - 1] = 0;
   } else {
     perm = StrideOrder(st, shape);
   }

@@ -32,24 +32,27 @@ A ToAcc(const char* fn, double v) {
   }
 }
 
-// v - 1 and v + 1 in T, as torch's `minvalue - 1` (integer promotion, then the narrowing store: wraps).
-template <typename T>
-T Step(T v, int d) {
-  if constexpr (std::is_floating_point_v<T>) {
-    return v + static_cast<T>(d);
+// v - 1 and v + 1 in the accumulate type, as torch's `minvalue - 1` on its bounds_t (int64 for integer inputs:
+// modulo 2^64 at the ends, where torch's signed overflow is undefined).
+template <typename A>
+A Step(A v, int d) {
+  if constexpr (std::is_floating_point_v<A>) {
+    return v + static_cast<A>(d);
   } else {
-    return static_cast<T>(static_cast<uint64_t>(static_cast<int64_t>(v)) + static_cast<uint64_t>(int64_t{d}));
+    return static_cast<A>(static_cast<uint64_t>(v) + static_cast<uint64_t>(int64_t{d}));
   }
 }
 
-template <typename T>
-Bounds Finish(const char* fn, T lo, T hi) {
+// torch's _histc_cuda_template after min.to<bounds_t>(): [lo - 1, hi + 1] when equal, finite, lo < hi, all in the
+// accumulate type A (at::acc_type<T, true>: the bounds are never narrowed to self's type).
+template <typename A>
+Bounds Finish(const char* fn, A lo, A hi) {
   if (lo == hi) {
     lo = Step(lo, -1);
     hi = Step(hi, 1);
   }
   Bounds b;
-  if constexpr (std::is_floating_point_v<T>) {
+  if constexpr (std::is_floating_point_v<A>) {
     AOTIRT_CHECK(std::isfinite(lo) && std::isfinite(hi), fn, "range of [", static_cast<double>(lo), ", ",
                  static_cast<double>(hi), "] is not finite");
     b.lo_f = lo;
@@ -66,9 +69,8 @@ template <typename T>
 void PlanBounds(const char* fn, double min, double max, HistcPlan* p) {
   using A = Acc<T>;
   const A amin = ToAcc<A>(fn, min), amax = ToAcc<A>(fn, max);
-  // torch compares the accumulate-type bounds for the data range, the narrowed ones afterwards
-  p->data_range = amin == amax && p->numel > 0;
-  if (!p->data_range) p->bounds = Finish<T>(fn, static_cast<T>(amin), static_cast<T>(amax));
+  p->data_range = amin == amax && p->numel > 0;  // the data's aminmax replaces them (FromBytes)
+  if (!p->data_range) p->bounds = Finish<A>(fn, amin, amax);
 }
 
 template <typename T>
@@ -76,7 +78,7 @@ Bounds FromBytes(const char* fn, const void* min8, const void* max8) {
   T lo, hi;
   std::memcpy(&lo, min8, sizeof(T));
   std::memcpy(&hi, max8, sizeof(T));
-  return Finish<T>(fn, lo, hi);
+  return Finish<Acc<T>>(fn, static_cast<Acc<T>>(lo), static_cast<Acc<T>>(hi));  // item<input_t>() into bounds_t
 }
 
 template <typename F>

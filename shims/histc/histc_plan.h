@@ -4,9 +4,10 @@
 //   bin = (int)((v - lo) * bins / (hi - lo)) in the accumulate type (float32 for float32, float64 for float64,
 //   int64 for the integer types), bin == bins counted in the last bin; out[bin] += 1. NaN is never in range.
 // Bounds, as torch takes them: min and max (doubles in the C shim) are converted to the accumulate type (checked:
-// "value cannot be converted to type ... without overflow"), then to self's type; when the two accumulate-type
-// bounds are equal and self is not empty the range is the data's own min and max (a device-to-host copy: not
-// capturable; the shim refuses it under capture); equal bounds then become [lo - 1, hi + 1] in self's type; a
+// "value cannot be converted to type ... without overflow") and stay in it (torch 2.11 and later: never narrowed to
+// self's type, so an int8 histc over [-1, 300] counts in int64); when the two bounds are equal and self is not
+// empty the range is the data's own min and max (a device-to-host copy: not capturable; the shim refuses it under
+// capture); equal bounds then become [lo - 1, hi + 1] in the accumulate type; a
 // non-finite bound is refused ("range of [lo, hi] is not finite"), and so is lo >= hi ("max must be larger than
 // min"). Types: uint8, int8, int16, int32, int64, float32, float64 (torch's AT_DISPATCH_ALL_TYPES); float16 is
 // refused with torch's "HalfTensor is not supported", bfloat16 and bool as not implemented. Any shape and strides

@@ -50,8 +50,9 @@ class Shims:
         n = t.dim()
         sizes, strides = (I64 * max(n, 1))(*t.shape), (I64 * max(n, 1))(*t.stride())
         h = H()
-        rc = self.lib.aoti_torch_create_tensor_from_blob(t.data_ptr(), n, sizes, strides, 0, codes[t.dtype], 1,
-                                                         t.device.index or 0, ctypes.byref(h))
+        device_type = 1 if t.is_cuda else 0  # a CPU tensor stays one: the shims must see it and refuse it
+        rc = self.lib.aoti_torch_create_tensor_from_blob(t.data_ptr(), n, sizes, strides, 0, codes[t.dtype],
+                                                         device_type, t.device.index or 0, ctypes.byref(h))
         assert rc == 0, self.error()
         return h
 

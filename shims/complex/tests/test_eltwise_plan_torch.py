@@ -129,6 +129,26 @@ def test_mul_layouts_and_dtypes_match_torch():
     assert checked == 600
 
 
+@pytest.mark.parametrize("sizes", [[3, 17, 1, 5], [2, 3, 4, 5], [2, 3, 4, 5, 6], [3, 4, 1, 2, 5]])
+def test_channels_last_operands_give_a_channels_last_result(sizes):
+    """Both operands channels-last (4-D) or channels-last-3d (5-D) and not contiguous: the prims rule's short cut. The
+    H100 run of 8fc3dee found the planner's order wrong here (stride 0 on dim 0 of a [3, 17, 1, 5] product, so the
+    kernel wrote every batch onto the first); the random layouts above rarely make two such operands."""
+    fmt = torch.channels_last if len(sizes) == 4 else torch.channels_last_3d
+    for da, db in ((torch.complex64, torch.float64), (torch.complex128, torch.complex64), (torch.float32,
+                                                                                           torch.complex64)):
+        a = torch.zeros(sizes, dtype=da).contiguous(memory_format=fmt)
+        b = torch.zeros(sizes, dtype=db).contiguous(memory_format=fmt)
+        p = ct.plan_mul(_spec(a), _spec(b))
+        ways = _three_ways(torch.mul, a, b)
+        _assert_plan(p, ways, f"{da}*{db} {sizes} {a.stride()}")
+        assert p["out_strides"] == list(a.stride()), (p["out_strides"], a.stride())
+    z = torch.zeros(sizes, dtype=torch.complex64).contiguous(memory_format=fmt)
+    _assert_plan(ct.plan_polar(_spec(z.real.contiguous(memory_format=fmt)), _spec(z.imag.contiguous(memory_format=fmt))),
+                 _three_ways(torch.polar, z.real.contiguous(memory_format=fmt), z.imag.contiguous(memory_format=fmt)),
+                 f"polar {sizes}")
+
+
 def test_polar_and_abs_layouts_match_torch():
     rng = random.Random(12)
     for i in range(300):

@@ -1,5 +1,5 @@
 // histc's planner on a CPU machine: torch's bound rules (the checked conversion of min/max to the accumulate type,
-// the narrowing to self's type, the data range for min == max, the [lo - 1, hi + 1] widening with its wrap-around,
+// no narrowing to self's type, the data range for min == max, the [lo - 1, hi + 1] widening in the accumulate type,
 // the refusals), the dtype refusals, and the merged geometry the kernel walks.
 #include <gtest/gtest.h>
 
@@ -55,19 +55,27 @@ TEST(HistcPlan, FloatBoundsAreFloat32AndExplicitRangesNeedNoData) {
   EXPECT_EQ(p.bounds.lo_f, 0.1);
 }
 
-TEST(HistcPlan, IntegerBoundsTruncateThenNarrowToTheInputType) {
+TEST(HistcPlan, IntegerBoundsTruncateToInt64AndAreNotNarrowed) {
   HistcPlan p = PlanHistc(kFn, Vec(DType::kInt32, 5), 3, 0.9, 7.99);  // int64(0.9) = 0, int64(7.99) = 7
   EXPECT_EQ(p.bounds.lo_i, 0);
   EXPECT_EQ(p.bounds.hi_i, 7);
   p = PlanHistc(kFn, Vec(DType::kInt64, 5), 3, -2.5, 3.0);  // toward zero
   EXPECT_EQ(p.bounds.lo_i, -2);
-  // int8: 300 narrows to 44, -1 stays: [-1, 44]
+  // int8 over [-1, 300] and uint8 over [-1, 255]: the bounds stay int64 (torch's bounds_t), as the H100 run of
+  // torch 2.11 showed (uint8 with min -1.5 is counted, not refused)
   p = PlanHistc(kFn, Vec(DType::kInt8, 5), 3, -1.0, 300.0);
   EXPECT_EQ(p.bounds.lo_i, -1);
-  EXPECT_EQ(p.bounds.hi_i, 44);
-  // uint8: min 0, max 256 narrows to 0: equal after narrowing (not before: no data range), so [0 - 1, 0 + 1] in
-  // uint8 = [255, 1], refused as torch refuses it
-  EXPECT_EQ(Refusal(Vec(DType::kUInt8, 5), 3, 0.0, 256.0), std::string(kFn) + ": max must be larger than min");
+  EXPECT_EQ(p.bounds.hi_i, 300);
+  p = PlanHistc(kFn, Vec(DType::kUInt8, 5), 3, -1.5, 255.0);
+  EXPECT_EQ(p.bounds.lo_i, -1);
+  EXPECT_EQ(p.bounds.hi_i, 255);
+  p = PlanHistc(kFn, Vec(DType::kUInt8, 5), 3, 0.0, 256.0);
+  EXPECT_EQ(p.bounds.hi_i, 256);
+  // an empty uint8 tensor with min == max == 0: [-1, 1], not uint8's [255, 1]
+  p = PlanHistc(kFn, Vec(DType::kUInt8, 0), 3, 0.0, 0.0);
+  EXPECT_EQ(p.bounds.lo_i, -1);
+  EXPECT_EQ(p.bounds.hi_i, 1);
+  EXPECT_EQ(Refusal(Vec(DType::kUInt8, 5), 3, 1.0, -1.0), std::string(kFn) + ": max must be larger than min");
 }
 
 TEST(HistcPlan, EqualBoundsTakeTheDataRangeUnlessEmpty) {
@@ -81,8 +89,13 @@ TEST(HistcPlan, EqualBoundsTakeTheDataRangeUnlessEmpty) {
   Bounds b = FromData<float>(DType::kFloat32, 2.0f, 2.0f);
   EXPECT_EQ(b.lo_f, 1.0);
   EXPECT_EQ(b.hi_f, 3.0);
-  // int8 -128 - 1 wraps to 127 (and 127 + 1 to -128): refused as torch refuses it
-  EXPECT_THROW(FromData<int8_t>(DType::kInt8, -128, -128), aotirt::ShimError);
+  // int8 data all -128: [-129, -127] in int64, no wrap-around
+  b = FromData<int8_t>(DType::kInt8, -128, -128);
+  EXPECT_EQ(b.lo_i, -129);
+  EXPECT_EQ(b.hi_i, -127);
+  b = FromData<uint8_t>(DType::kUInt8, 255, 255);
+  EXPECT_EQ(b.lo_i, 254);
+  EXPECT_EQ(b.hi_i, 256);
   b = FromData<int16_t>(DType::kInt16, -7, 9);
   EXPECT_EQ(b.lo_i, -7);
   EXPECT_EQ(b.hi_i, 9);
