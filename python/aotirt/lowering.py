@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import tempfile
 import time
@@ -246,6 +247,19 @@ def input_specs_json(torch, ep) -> str:
     return json.dumps(specs)
 
 
+def scratch_for_the_grid(lines: list) -> list:
+    """Triton's global/profile scratch (device-side TMA descriptors: the grouped-GEMM template's USE_TMA_LOAD, the
+    persistent TMA matmuls) is per CTA: the kernel writes at pid * size. torch 2.11's C++ wrapper sizes the buffer for
+    one CTA, so every other CTA writes past it (an illegal address on our runtime; silent corruption inside a caching
+    allocator's block); torch 2.13 allocates size * grid. Given the C++ lines of an older cpp_scratch, this returns
+    them sized as the newer ones are (lines already sized by the grid come back as they are)."""
+    if not lines or "grid_0" in lines[0]:
+        return lines
+    first = re.sub(r"^(int64_t \w+_size\[\] = \{)(\d+)(\};)$",
+                   r"\1static_cast<int64_t>(\2) * grid_0 * grid_1 * grid_2\3", lines[0])
+    return [first] + list(lines[1:])
+
+
 @contextlib.contextmanager
 def collect_shim_calls(key: str, manifest: platforms.Manifest | None = None) -> Iterator[set]:
     """Records every shim the generated wrapper calls while Inductor compiles, and refuses (UnsupportedShimError,
@@ -316,6 +330,20 @@ def collect_shim_calls(key: str, manifest: platforms.Manifest | None = None) -> 
                 return orig(*args, **kwargs)
         return hooked
 
+    def scratch_for_every_cta(orig):
+        def hooked(self, *args, **kwargs):
+            out = orig(self, *args, **kwargs)
+            return out if out is None else (scratch_for_the_grid(out[0]), out[1])
+        return hooked
+
+    try:
+        from torch._inductor.codegen.cuda.device_op_overrides import CUDADeviceOpOverrides
+    except ImportError:
+        CUDADeviceOpOverrides = None
+    if CUDADeviceOpOverrides is not None:
+        for name in ("cpp_scratch", "cpp_global_scratch"):
+            if name in CUDADeviceOpOverrides.__dict__:
+                patch(CUDADeviceOpOverrides, name, scratch_for_every_cta)
     if platforms.GROUPED_MM_SHIM not in platforms.supported_shims(key, manifest):
         # Inductor's grouped-GEMM lowering offers its ATen fallback whenever ATEN is among the GEMM backends and its
         # Triton template only when TRITON is; no build has the fallback's shim, so the template is always offered

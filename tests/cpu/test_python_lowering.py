@@ -377,6 +377,31 @@ def test_collector_offers_grouped_mm_only_its_triton_template_where_no_shim_has_
         assert (mm_grouped.use_aten_gemm_kernels, mm_grouped.use_triton_template) == before
 
 
+def test_triton_scratch_is_sized_for_every_cta_of_the_grid():
+    """torch 2.11's wrapper gave a TMA kernel's global scratch one CTA's bytes (the H100 run of 8fc3dee: the small
+    bf16 Mixtral's grouped GEMM, USE_TMA_LOAD, faulted with an illegal address); the hook sizes it by the grid as
+    torch 2.13 does, and leaves 2.13's lines alone."""
+    old = ["int64_t global_scratch_scratch_3_size[] = {128};", "int64_t global_scratch_scratch_3_stride[] = {1};",
+           "AtenTensorHandle global_scratch_scratch_3_handle;"]
+    fixed = lowering.scratch_for_the_grid(old)
+    assert fixed[0] == ("int64_t global_scratch_scratch_3_size[] = "
+                        "{static_cast<int64_t>(128) * grid_0 * grid_1 * grid_2};"), fixed
+    assert fixed[1:] == old[1:]
+    new = ["int64_t s_size[] = {static_cast<int64_t>(64) * grid_0 * grid_1 * grid_2};", "x"]
+    assert lowering.scratch_for_the_grid(new) == new
+    assert lowering.scratch_for_the_grid([]) == []
+    # inside the collector, Inductor's own cpp_scratch (this torch's) comes out sized by the grid, and is restored
+    from torch._inductor.codegen.cuda.device_op_overrides import CUDADeviceOpOverrides
+    from torch._inductor.codegen.common import TritonScratchWorkspace
+    before = CUDADeviceOpOverrides.__dict__["cpp_scratch"]
+    ws = TritonScratchWorkspace(size=256, generate_dtype_str=lambda: "cached_torch_dtype_uint8")
+    with lowering.collect_shim_calls("linux_cuda"):
+        lines, var = CUDADeviceOpOverrides().cpp_scratch(7, workspace=ws, prefix="global_scratch")
+        assert "256" in lines[0] and "grid_0 * grid_1 * grid_2" in lines[0], lines
+        assert var == "global_scratch_scratch_7"
+    assert CUDADeviceOpOverrides.__dict__["cpp_scratch"] is before
+
+
 def test_compile_surfaces_the_shim_refusal_and_writes_nothing(past_the_gpu_checks, tmp_path):
     target = tmp_path / "out" / "m.pt2"
     with pytest.raises(aotirt.UnsupportedShimError) as info:
