@@ -586,7 +586,8 @@ def test_run_sh_zoo_suite_calls_the_harness_with_out_and_budget(tmp_path):
     fake.chmod(0o755)
     out = tmp_path / "out"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AOTIRT_", "ZOO_"))}
-    env.update(OUT=str(out), PYTHON=str(fake), AOTIRT_BUNDLE_DIR=str(tmp_path / "nobundle"),
+    (tmp_path / "bundle").mkdir()  # run.sh refuses a missing bundle; the fake python needs none of it
+    env.update(OUT=str(out), PYTHON=str(fake), AOTIRT_BUNDLE_DIR=str(tmp_path / "bundle"),
                ZOO_ARGS="--quick --dtype both")
     r = subprocess.run(["bash", str(root / "tools" / "gpu" / "run.sh"), "zoo"], cwd=str(root), env=env,
                        capture_output=True, text=True, timeout=120)
