@@ -539,18 +539,21 @@ def test_the_embedding_bag_shims_are_cuda_and_allowed_since_their_gpu_tests_pass
         platforms.check_shims({"aoti_torch_cuda__embedding_bag"}, "rocm", man)
 
 
-def test_the_histc_shim_is_cuda_and_unverified_until_its_gpu_tests_pass(man):
-    name = "aoti_torch_cuda_histc"
-    assert man.platforms_of[name] == {"linux_cuda", "windows_cuda"}
-    # When tests/gpu/test_histc_shims.py has passed on the H200 (tests/gpu/LAST_RUN.md), drop the note's
-    # "unverified" and flip this: lowering may then call the shim.
-    assert name in platforms.unverified_shims(man) and name not in platforms.supported_shims("linux_cuda", man)
-    with pytest.raises(aotirt.UnsupportedShimError, match="aoti_torch_cuda_histc is in the shim library but not yet "
-                       "allowed: aoti_torch_cuda_histc: unverified"):
-        platforms.check_shims({name}, "linux_cuda", man)
+def test_the_histc_and_complex_shims_are_cuda_and_allowed_since_their_gpu_tests_passed(man):
+    names = {"aoti_torch_cuda_histc", "aoti_torch_cuda_mul_Tensor", "aoti_torch_cuda_polar", "aoti_torch_cuda_abs"}
+    for name in names:
+        assert man.platforms_of[name] == {"linux_cuda", "windows_cuda"}, name
+    # tests/gpu/test_histc_shims.py and test_complex_shims.py passed on the H100 at 3360d2f (tests/gpu/LAST_RUN.md):
+    # the notes are no longer "unverified", so lowering may call the shims where the build exports them.
+    assert not names & platforms.unverified_shims(man)
+    assert names <= platforms.supported_shims("linux_cuda", man) and names <= platforms.supported_shims("windows_cuda", man)
+    assert not names & platforms.supported_shims("rocm", man)
+    platforms.check_shims(names, "linux_cuda", man)
+    with pytest.raises(aotirt.UnsupportedShimError, match="aoti_torch_cuda_histc"):
+        platforms.check_shims({"aoti_torch_cuda_histc"}, "rocm", man)
 
 
-def test_the_fft_shims_are_linux_cuda_unverified_and_their_views_everywhere(man):
+def test_the_fft_shims_are_linux_cuda_and_allowed_and_their_views_everywhere(man):
     fft = ("aoti_torch_cuda__fft_r2c", "aoti_torch_cuda__fft_c2c")
     for name in fft + ("aotirt_cufft_add_search_dir",):
         assert man.platforms_of[name] == {"linux_cuda"}, name
@@ -558,13 +561,11 @@ def test_the_fft_shims_are_linux_cuda_unverified_and_their_views_everywhere(man)
                  "aoti_torch_dtype_complex128"):
         assert man.platforms_of[name] == set(platforms.PLATFORM_KEYS), name
         assert name in platforms.supported_shims("rocm", man) and name in platforms.supported_shims("linux_cuda", man)
-    # When tests/gpu/test_fft_shims.py has passed on the H200 (tests/gpu/LAST_RUN.md), drop the notes' "unverified"
-    # and flip this: lowering may then call the shims.
+    # tests/gpu/test_fft_shims.py passed on the H100 at 3360d2f (tests/gpu/LAST_RUN.md): the notes are no longer
+    # "unverified", so lowering may call the shims on linux_cuda.
     for name in fft:
-        assert name in platforms.unverified_shims(man) and name not in platforms.supported_shims("linux_cuda", man)
-    with pytest.raises(aotirt.UnsupportedShimError, match="aoti_torch_cuda__fft_r2c is in the shim library but not "
-                       "yet allowed: aoti_torch_cuda__fft_r2c: unverified: cuFFT"):
-        platforms.check_shims({"aoti_torch_cuda__fft_r2c", "aoti_torch_cuda_view_as_real"}, "linux_cuda", man)
+        assert name not in platforms.unverified_shims(man) and name in platforms.supported_shims("linux_cuda", man)
+    platforms.check_shims({"aoti_torch_cuda__fft_r2c", "aoti_torch_cuda_view_as_real"}, "linux_cuda", man)
     for key in ("rocm", "windows_cuda"):
         with pytest.raises(aotirt.UnsupportedShimError) as info:
             platforms.check_shims({"aoti_torch_cuda__fft_r2c", "aoti_torch_cuda_view_as_real"}, key, man)
