@@ -543,7 +543,7 @@ def test_the_histc_and_complex_shims_are_cuda_and_allowed_since_their_gpu_tests_
     names = {"aoti_torch_cuda_histc", "aoti_torch_cuda_mul_Tensor", "aoti_torch_cuda_polar", "aoti_torch_cuda_abs"}
     for name in names:
         assert man.platforms_of[name] == {"linux_cuda", "windows_cuda"}, name
-    # tests/gpu/test_histc_shims.py and test_complex_shims.py passed on the H100 at 3360d2f (tests/gpu/LAST_RUN.md):
+    # tests/gpu/test_histc_shims.py and test_complex_shims.py passed on the H200 at 3360d2f (tests/gpu/LAST_RUN.md):
     # the notes are no longer "unverified", so lowering may call the shims where the build exports them.
     assert not names & platforms.unverified_shims(man)
     assert names <= platforms.supported_shims("linux_cuda", man) and names <= platforms.supported_shims("windows_cuda", man)
@@ -561,7 +561,7 @@ def test_the_fft_shims_are_linux_cuda_and_allowed_and_their_views_everywhere(man
                  "aoti_torch_dtype_complex128"):
         assert man.platforms_of[name] == set(platforms.PLATFORM_KEYS), name
         assert name in platforms.supported_shims("rocm", man) and name in platforms.supported_shims("linux_cuda", man)
-    # tests/gpu/test_fft_shims.py passed on the H100 at 3360d2f (tests/gpu/LAST_RUN.md): the notes are no longer
+    # tests/gpu/test_fft_shims.py passed on the H200 at 3360d2f (tests/gpu/LAST_RUN.md): the notes are no longer
     # "unverified", so lowering may call the shims on linux_cuda.
     for name in fft:
         assert name not in platforms.unverified_shims(man) and name in platforms.supported_shims("linux_cuda", man)
