@@ -56,7 +56,8 @@ def time_ms(fn: Callable[[], Any], device: str, *, quick: bool = False, iters: i
 
 
 def profile_calls(fn: Callable[[], Any], calls: int = 5, top: int = 8) -> dict:
-    """GPU kernels per call, GPU busy ms per call and the top kernels by GPU time (torch.profiler, CUPTI)."""
+    """GPU kernels per call, GPU busy ms per call, the top kernels by GPU time, and the host's time in CUDA API calls
+    (torch.profiler, CUPTI)."""
     from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile
 
@@ -67,8 +68,12 @@ def profile_calls(fn: Callable[[], Any], calls: int = 5, top: int = 8) -> dict:
             fn()
         torch.cuda.synchronize()
     per: dict = {}
+    api: dict = {}  # host time in CUDA runtime/driver calls (e.g. cudaGraphLaunch of a replay)
     for ev in prof.events():
         if getattr(ev, "device_type", None) != DeviceType.CUDA:
+            if ev.name.startswith(("cuda", "cu")) and not ev.name.startswith("cudnn"):
+                n, tot = api.get(ev.name, (0, 0.0))
+                api[ev.name] = (n + 1, tot + ev.time_range.elapsed_us())
             continue
         us = ev.time_range.elapsed_us()
         n, tot = per.get(ev.name, (0, 0.0))
@@ -77,7 +82,9 @@ def profile_calls(fn: Callable[[], Any], calls: int = 5, top: int = 8) -> dict:
     ranked = sorted(per.items(), key=lambda kv: -kv[1][1])[:top]
     return {"kernels_per_call": sum(n for n, _ in per.values()) / calls, "gpu_busy_ms_per_call": busy / calls / 1e3,
             "top_kernels": [{"name": k[:100], "per_call": n / calls, "ms_per_call": t / calls / 1e3}
-                            for k, (n, t) in ranked]}
+                            for k, (n, t) in ranked],
+            "host_api": [{"name": k[:60], "per_call": n / calls, "ms_per_call": t / calls / 1e3}
+                         for k, (n, t) in sorted(api.items(), key=lambda kv: -kv[1][1])[:6]]}
 
 
 def gemm_delta(before: dict | None, after: dict | None) -> dict | None:

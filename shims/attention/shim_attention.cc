@@ -37,13 +37,12 @@ Owned NewContiguous(const char* fn, int32_t device, DType dtype, const std::vect
   return NewOnDevice(fn, device, dtype, sizes, ContiguousStrides(sizes));
 }
 
-// Zero-filled int64 philox seed/offset: no random numbers are drawn at dropout 0 (the meta's uint64 is stored as
-// int64, which this library has; the values are never read by inference code).
-Owned NewZeros(const char* fn, int32_t device, const std::vector<int64_t>& sizes) {
-  Owned t = NewContiguous(fn, device, DType::kInt64, sizes);
-  if (t->numel() > 0)
-    gpu::MemsetZeroAsync(fn, t->data_ptr(), t->numel() * t->element_size(), gpu::CurrentStream(device));
-  return t;
+// The int64 philox seed/offset outputs, allocated and left unwritten: at dropout 0 no random numbers are drawn and
+// ATen returns them uninitialized too (at::empty in its attention ops), so nothing may read their values. Writing
+// zeros cost two memset nodes per attention call in a captured decode step (48 per step of a 24-layer decoder). The
+// meta's uint64 is stored as int64, which this library has.
+Owned NewSeed(const char* fn, int32_t device, const std::vector<int64_t>& sizes) {
+  return NewContiguous(fn, device, DType::kInt64, sizes);
 }
 
 // Every return pointer of the three SDPA shims may be null: Inductor passes nullptr for the outputs the model does
@@ -51,10 +50,9 @@ Owned NewZeros(const char* fn, int32_t device, const std::vector<int64_t>& sizes
 void Put(AtenTensorHandle* ret, Owned t) {
   if (ret != nullptr) *ret = ToHandle(t.release());
 }
-// The philox seed/offset outputs, made (allocated and zeroed) only where the caller takes them: an inference
-// wrapper passes nullptr, so a decode step's graph has no memset nodes for them.
-void PutZeros(AtenTensorHandle* ret, const char* fn, int32_t device, const std::vector<int64_t>& sizes) {
-  if (ret != nullptr) Put(ret, NewZeros(fn, device, sizes));
+// The philox seed/offset outputs, made only where the caller takes them (torch 2.11's wrapper takes them).
+void PutSeed(AtenTensorHandle* ret, const char* fn, int32_t device, const std::vector<int64_t>& sizes) {
+  if (ret != nullptr) Put(ret, NewSeed(fn, device, sizes));
 }
 void PutNone(AtenTensorHandle* ret) {
   if (ret != nullptr) *ret = nullptr;
@@ -141,8 +139,8 @@ AOTITorchError aoti_torch_cuda__scaled_dot_product_flash_attention(
     aotirt::attention::PutNone(ret3);
     aotirt::attention::PutInt(ret4, c.plan.tq);
     aotirt::attention::PutInt(ret5, c.plan.tkv);
-    aotirt::attention::PutZeros(ret6, fn, dev, c.plan.seed_sizes);
-    aotirt::attention::PutZeros(ret7, fn, dev, {});
+    aotirt::attention::PutSeed(ret6, fn, dev, c.plan.seed_sizes);
+    aotirt::attention::PutSeed(ret7, fn, dev, {});
     if (ret8 != nullptr) aotirt::attention::Put(ret8, aotirt::attention::NewContiguous(fn, dev, c.plan.dtype, {0}));
   })
 }
@@ -160,8 +158,8 @@ AOTITorchError aoti_torch_cuda__scaled_dot_product_efficient_attention(
     aotirt::attention::Execute(fn, c);
     aotirt::attention::Put(ret0, std::move(c.out));
     aotirt::attention::Put(ret1, std::move(c.lse));
-    aotirt::attention::PutZeros(ret2, fn, dev, {});
-    aotirt::attention::PutZeros(ret3, fn, dev, {});
+    aotirt::attention::PutSeed(ret2, fn, dev, {});
+    aotirt::attention::PutSeed(ret3, fn, dev, {});
   })
 }
 
@@ -184,8 +182,8 @@ AOTITorchError aoti_torch_cuda__scaled_dot_product_cudnn_attention(
     aotirt::attention::PutNone(ret3);
     aotirt::attention::PutInt(ret4, c.plan.tq);
     aotirt::attention::PutInt(ret5, c.plan.tkv);
-    aotirt::attention::PutZeros(ret6, fn, dev, {});
-    aotirt::attention::PutZeros(ret7, fn, dev, {});
+    aotirt::attention::PutSeed(ret6, fn, dev, {});
+    aotirt::attention::PutSeed(ret7, fn, dev, {});
     aotirt::attention::PutNone(ret8);  // debug_attn_mask: None
   })
 }

@@ -1,0 +1,128 @@
+"""Host cost of replaying a CUDA graph, by what the graph holds besides kernels.
+
+Usage: python3 benchmarks/graph_launch.py [--out DIR] [--kernels 365] [--allocs 0,48,130] [--memsets 0,48]
+
+Why: a captured decode step of our runtime is one cudaGraphLaunch, yet at 24 layers the host spent ~1.06 ms per
+step queueing it (benchmarks/RESULTS.md, decode run 3) where torch.compile's CUDA graph took 0.40 ms. Our graphs
+hold, besides their kernels, the memory nodes of every stream-ordered allocation made while capturing (the shims
+allocate with cudaMallocAsync; the graph is instantiated with cudaGraphInstantiateFlagAutoFreeOnLaunch) and the
+memset nodes of cudaMemsetAsync; torch's graphs allocate from a private pool outside the graph and hold kernels only.
+This measures the host time of one replay of a graph of KERNELS small kernels (torch's add_ on a 256-element
+tensor) with ALLOCS cudaMallocAsync/cudaFreeAsync pairs and MEMSETS cudaMemsetAsync calls spread among them,
+captured with torch.cuda.graph (relaxed mode, so the runtime calls through ctypes are allowed). Each row: the
+host microseconds of graph.replay() (median of 5 rounds of 50 replays, a synchronize between rounds so the launch
+queue never fills) and the GPU microseconds per replay (CUDA events). Writes DIR/graph_launch.json.
+"""
+import ctypes
+import json
+import os
+import statistics
+import sys
+import time
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import provenance  # noqa: E402
+from cliflags import Flags  # noqa: E402
+
+
+def cudart() -> ctypes.CDLL:
+    """The CUDA runtime torch loaded (its soname), for cudaMallocAsync/cudaFreeAsync/cudaMemsetAsync."""
+    for name in ("libcudart.so.13", "libcudart.so.12", "libcudart.so"):
+        try:
+            lib = ctypes.CDLL(name)
+        except OSError:
+            continue
+        lib.cudaMallocAsync.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t, ctypes.c_void_p]
+        lib.cudaFreeAsync.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+        lib.cudaMemsetAsync.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t, ctypes.c_void_p]
+        return lib
+    raise RuntimeError("no libcudart found")
+
+
+def build(kernels: int, allocs: int, memsets: int, rt: ctypes.CDLL) -> tuple:
+    """A captured graph of `kernels` add_ kernels with `allocs` malloc/free pairs and `memsets` memsets among them."""
+    x = torch.zeros(256, device="cuda")
+    scratch = torch.zeros(max(memsets, 1), 16, dtype=torch.int64, device="cuda")
+    g = torch.cuda.CUDAGraph()
+    every_a = max(1, kernels // max(allocs, 1))
+    every_m = max(1, kernels // max(memsets, 1))
+
+    def body():
+        stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+        live, done_a, done_m = [], 0, 0
+        for i in range(kernels):
+            x.add_(1.0)
+            if done_a < allocs and i % every_a == 0:
+                p = ctypes.c_void_p()
+                assert rt.cudaMallocAsync(ctypes.byref(p), 4096, stream) == 0
+                live.append(p)
+                done_a += 1
+                if len(live) > 2:  # freed a little later in stream order, as a wrapper frees its buffers
+                    assert rt.cudaFreeAsync(live.pop(0), stream) == 0
+            if done_m < memsets and i % every_m == 0:
+                assert rt.cudaMemsetAsync(ctypes.c_void_p(scratch[done_m].data_ptr()), 0, 128, stream) == 0
+                done_m += 1
+        for p in live:
+            assert rt.cudaFreeAsync(p, stream) == 0
+
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        body()  # warm-up outside capture
+    torch.cuda.current_stream().wait_stream(s)
+    torch.cuda.synchronize()
+    with torch.cuda.graph(g, capture_error_mode="relaxed"):
+        body()
+    torch.cuda.synchronize()
+    return g, x, scratch
+
+
+def time_replays(g: torch.cuda.CUDAGraph, rounds: int = 5, per_round: int = 50) -> tuple:
+    for _ in range(5):
+        g.replay()
+    torch.cuda.synchronize()
+    host, gpu = [], []
+    for _ in range(rounds):
+        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        e0.record()
+        t0 = time.perf_counter()
+        for _ in range(per_round):
+            g.replay()
+        host.append((time.perf_counter() - t0) * 1e6 / per_round)
+        e1.record()
+        e1.synchronize()
+        gpu.append(e0.elapsed_time(e1) * 1e3 / per_round)
+    return statistics.median(host), statistics.median(gpu)
+
+
+def main(argv=None) -> int:
+    f = Flags("benchmarks/graph_launch.py", __doc__.split("\n\n")[0])
+    f.string("out", "", "folder for graph_launch.json (default: print only)")
+    f.integer("kernels", 365, "kernel nodes per graph (a 24-layer decode step of ours: 365)")
+    f.string("allocs", "0,48,130", "comma-separated counts of cudaMallocAsync/cudaFreeAsync pairs")
+    f.string("memsets", "0,48", "comma-separated counts of cudaMemsetAsync nodes")
+    a = f.parse(argv)
+    rt = cudart()
+    rows = []
+    for allocs in [int(v) for v in a.allocs.split(",") if v.strip()]:
+        for memsets in [int(v) for v in a.memsets.split(",") if v.strip()]:
+            g, *_keep = build(a.kernels, allocs, memsets, rt)
+            host_us, gpu_us = time_replays(g)
+            rows.append({"kernels": a.kernels, "allocs": allocs, "memsets": memsets, "host_us": round(host_us, 1),
+                         "gpu_us": round(gpu_us, 1)})
+            print(f"kernels {a.kernels:4d}  allocs {allocs:4d}  memsets {memsets:3d}:  host {host_us:8.1f} us/replay,"
+                  f"  GPU {gpu_us:8.1f} us/replay", flush=True)
+            del g
+    result = {"benchmark": "graph_launch", "commit": provenance.commit(), "device": torch.cuda.get_device_name(),
+              "torch": torch.__version__, "command": [sys.executable, *sys.argv], "rows": rows}
+    if a.out:
+        os.makedirs(a.out, exist_ok=True)
+        with open(os.path.join(a.out, "graph_launch.json"), "w") as fh:
+            json.dump(result, fh, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
