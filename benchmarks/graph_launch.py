@@ -97,17 +97,40 @@ def time_replays(g: torch.cuda.CUDAGraph, rounds: int = 5, per_round: int = 50) 
     return statistics.median(host), statistics.median(gpu)
 
 
-def main(argv=None) -> int:
+def counts(text: str, flag: str) -> list:
+    """'0,48,130' -> [0, 48, 130]; a negative or non-integer count is a usage error (ValueError)."""
+    out = []
+    for v in text.split(","):
+        if not v.strip():
+            continue
+        n = int(v)
+        if n < 0:
+            raise ValueError(f"--{flag}: counts must be >= 0, got {n}")
+        out.append(n)
+    if not out:
+        raise ValueError(f"--{flag}: give at least one count")
+    return out
+
+
+def parse_args(argv: list | None = None):
     f = Flags("benchmarks/graph_launch.py", __doc__.split("\n\n")[0])
     f.string("out", "", "folder for graph_launch.json (default: print only)")
     f.integer("kernels", 365, "kernel nodes per graph (a 24-layer decode step of ours: 365)")
-    f.string("allocs", "0,48,130", "comma-separated counts of cudaMallocAsync/cudaFreeAsync pairs")
-    f.string("memsets", "0,48", "comma-separated counts of cudaMemsetAsync nodes")
+    f.define("allocs", [0, 48, 130], "comma-separated counts of cudaMallocAsync/cudaFreeAsync pairs",
+             lambda t: counts(t, "allocs"))
+    f.define("memsets", [0, 48], "comma-separated counts of cudaMemsetAsync nodes", lambda t: counts(t, "memsets"))
     a = f.parse(argv)
+    if a.kernels < 1:
+        f.error("--kernels must be >= 1")
+    return a
+
+
+def main(argv=None) -> int:
+    a = parse_args(argv)
     rt = cudart()
     rows = []
-    for allocs in [int(v) for v in a.allocs.split(",") if v.strip()]:
-        for memsets in [int(v) for v in a.memsets.split(",") if v.strip()]:
+    for allocs in a.allocs:
+        for memsets in a.memsets:
             g, *_keep = build(a.kernels, allocs, memsets, rt)
             host_us, gpu_us = time_replays(g)
             rows.append({"kernels": a.kernels, "allocs": allocs, "memsets": memsets, "host_us": round(host_us, 1),

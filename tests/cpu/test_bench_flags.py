@@ -23,6 +23,12 @@ def gemm():
 
 
 @pytest.fixture(scope="module")
+def graph_launch():
+    pytest.importorskip("torch")  # graph_launch.py imports torch at the top
+    return _load("AOTIRT_GRAPH_LAUNCH_PY", "bench_graph_launch")
+
+
+@pytest.fixture(scope="module")
 def runtime():
     return _load("AOTIRT_RUNTIME_PY", "bench_runtime")
 
@@ -91,3 +97,15 @@ def test_value_parsers_shared_by_the_benchmarks():
                             (cliflags.positive_float, "nan?", "not a number")]:
         with pytest.raises(ValueError, match=msg):
             parse(bad)
+
+
+def test_graph_launch_flags(graph_launch, capsys):
+    a = graph_launch.parse_args([])
+    assert (a.kernels, a.allocs, a.memsets, a.out) == (365, [0, 48, 130], [0, 48], "")
+    a = graph_launch.parse_args(["--kernels", "10", "--allocs", "0, 5,", "--memsets", "2"])
+    assert (a.kernels, a.allocs, a.memsets) == (10, [0, 5], [2])
+    for argv, why in ((["--allocs", "-1"], "counts must be >= 0"), (["--memsets", ","], "at least one count"),
+                      (["--allocs", "x"], "--allocs"), (["--kernels", "0"], "--kernels must be >= 1")):
+        with pytest.raises(SystemExit) as e:
+            graph_launch.parse_args(argv)
+        assert e.value.code == 2 and why in capsys.readouterr().err, argv
