@@ -750,7 +750,9 @@ def main(argv: list | None = None) -> int:
                 if base.startswith("aotirt"):
                     row["notes"] = ("int4 weights; " if int4 else "") + (
                         "one package, dynamic token count; " if base in DYNAMIC else
-                                    "two packages (weights twice); ") + ", ".join(
+                        "two packages, one copy of the weights (shared); "
+                        if row.get("decode_shares_prefill_constants") is True else
+                        "two packages (weights twice); ") + ", ".join(
                         f"{k[7:]}={v_}" for k, v_ in sorted(row["decode_spec"].items())
                         if k in ("aotirt_max_autotune_gemm_backends", "aotirt_attention_backend",
                                  "aotirt_coordinate_descent_tuning"))

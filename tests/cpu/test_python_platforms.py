@@ -525,32 +525,25 @@ def test_the_int4_shim_is_linux_cuda_and_allowed_since_its_gpu_tests_passed(man)
     assert name in platforms.supported_shims("windows_cuda", man) and name not in platforms.supported_shims("rocm", man)
 
 
-def test_the_embedding_bag_shims_are_cuda_and_allowed_since_their_gpu_tests_passed(man):
-    names = {"aoti_torch_cuda__embedding_bag", "aoti_torch_cuda__embedding_bag_forward_only"}
-    for name in names:
-        assert man.platforms_of[name] == {"linux_cuda", "windows_cuda"}
-    # tests/gpu/test_embedding_bag_shims.py passed on the H200 at bb75b2c (tests/gpu/LAST_RUN.md): the notes are no
-    # longer "unverified", so lowering may call the shims where the build exports them, and nowhere else.
-    assert not names & platforms.unverified_shims(man)
-    assert names <= platforms.supported_shims("linux_cuda", man) and names <= platforms.supported_shims("windows_cuda", man)
-    assert not names & platforms.supported_shims("rocm", man)
-    platforms.check_shims(names, "linux_cuda", man)
-    with pytest.raises(aotirt.UnsupportedShimError, match="aoti_torch_cuda__embedding_bag"):
-        platforms.check_shims({"aoti_torch_cuda__embedding_bag"}, "rocm", man)
-
-
-def test_the_histc_and_complex_shims_are_cuda_and_allowed_since_their_gpu_tests_passed(man):
-    names = {"aoti_torch_cuda_histc", "aoti_torch_cuda_mul_Tensor", "aoti_torch_cuda_polar", "aoti_torch_cuda_abs"}
+# Shims that passed their GPU files on the H200 (tests/gpu/LAST_RUN.md): embedding bag at bb75b2c
+# (test_embedding_bag_shims.py), histc and complex at 3360d2f (test_histc_shims.py, test_complex_shims.py). Their notes
+# are no longer "unverified", so lowering may call them where the build exports them (Linux and Windows CUDA), and
+# nowhere else.
+@pytest.mark.parametrize("names", [
+    ("aoti_torch_cuda__embedding_bag", "aoti_torch_cuda__embedding_bag_forward_only"),
+    ("aoti_torch_cuda_histc", "aoti_torch_cuda_mul_Tensor", "aoti_torch_cuda_polar", "aoti_torch_cuda_abs"),
+], ids=["embedding_bag", "histc_and_complex"])
+def test_cuda_shims_verified_on_the_gpu_are_allowed_on_cuda_only(man, names):
+    names = set(names)
     for name in names:
         assert man.platforms_of[name] == {"linux_cuda", "windows_cuda"}, name
-    # tests/gpu/test_histc_shims.py and test_complex_shims.py passed on the H200 at 3360d2f (tests/gpu/LAST_RUN.md):
-    # the notes are no longer "unverified", so lowering may call the shims where the build exports them.
     assert not names & platforms.unverified_shims(man)
     assert names <= platforms.supported_shims("linux_cuda", man) and names <= platforms.supported_shims("windows_cuda", man)
     assert not names & platforms.supported_shims("rocm", man)
     platforms.check_shims(names, "linux_cuda", man)
-    with pytest.raises(aotirt.UnsupportedShimError, match="aoti_torch_cuda_histc"):
-        platforms.check_shims({"aoti_torch_cuda_histc"}, "rocm", man)
+    first = sorted(names)[0]
+    with pytest.raises(aotirt.UnsupportedShimError, match=first):
+        platforms.check_shims({first}, "rocm", man)
 
 
 def test_the_fft_shims_are_linux_cuda_and_allowed_and_their_views_everywhere(man):
