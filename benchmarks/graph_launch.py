@@ -122,6 +122,8 @@ def parse_args(argv: list | None = None):
     a = f.parse(argv)
     if a.kernels < 1:
         f.error("--kernels must be >= 1")
+    if max(a.allocs + a.memsets) > a.kernels:
+        f.error("--allocs and --memsets may not exceed --kernels (at most one of each after a kernel)")
     return a
 
 
