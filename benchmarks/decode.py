@@ -609,6 +609,9 @@ def markdown(result: dict) -> str:
             forced += f" (eager's margins there: {', '.join(map(str, cmp_['forced_mismatch_margins'][:4]))})"
         step = (r.get("profile") or {}).get("step")
         busy = f"{step['gpu_busy_ms_per_call']:.3f}, {step['kernels_per_call']:.0f}" if step else "-"
+        launch = {a["name"]: a["ms_per_call"] for a in (step or {}).get("host_api", [])}.get("cudaGraphLaunch")
+        if launch is not None:  # the host's time in the replay's launch (profile_calls' CUDA API times)
+            busy += f"; host in cudaGraphLaunch {launch:.3f}"
         lines.append(f"| {r['variant']} | {_f(r['ttft_ms'])} | {_f(r['decode_ms_per_token'])} | "
                      f"{_f(r.get('host_ms_per_token'))} | {busy} | {_f(r['decode_tokens_per_s'], '{:.0f}')} | {_f(rel, '{:.2f}x')} | {ident} | {forced} | "
                      f"{_f(cmp_.get('forced_max_abs_logit_diff'), '{:.3f}')} | {_f(r.get('compile_s'), '{:.0f}')} | "

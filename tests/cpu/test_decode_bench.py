@@ -96,6 +96,9 @@ def test_markdown_rows_and_errors():
     md = decode.markdown(res)
     assert ("| aotirt | 1.500 | 0.500 | 0.125 | 0.400, 81 | 2000 | 1.25x | 10/12 (first diff at 10) | 11/12 (eager's "
             "margins there: 0.01)") in md
+    row["profile"]["step"]["host_api"] = [{"name": "cudaGraphLaunch", "per_call": 1.0, "ms_per_call": 0.0625},
+                                          {"name": "cudaEventRecord", "per_call": 1.0, "ms_per_call": 0.001}]
+    assert "| 0.125 | 0.400, 81; host in cudaGraphLaunch 0.062 | 2000 |" in decode.markdown(res)
     assert "| eager | 3.000 | 1.000 | - | - | 1000 | 0.62x | reference |" in md
     assert "| eager_graph | - |" in md and "RuntimeError: boom" in md
     assert "1.00e-06" in md
