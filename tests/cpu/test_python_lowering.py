@@ -390,6 +390,10 @@ def test_triton_scratch_is_sized_for_every_cta_of_the_grid():
     new = ["int64_t s_size[] = {static_cast<int64_t>(64) * grid_0 * grid_1 * grid_2};", "x"]
     assert lowering.scratch_for_the_grid(new) == new
     assert lowering.scratch_for_the_grid([]) == []
+    sym = lowering.scratch_for_the_grid(["int64_t s_size[] = {16L*s0};"])  # an expression is wrapped whole
+    assert sym == ["int64_t s_size[] = {static_cast<int64_t>(16L*s0) * grid_0 * grid_1 * grid_2};"], sym
+    with pytest.raises(aotirt.LoweringError, match="cannot size this torch's Triton scratch"):
+        lowering.scratch_for_the_grid(["auto s = alloc(128);"])  # a form it does not know: an error, not a no-op
     # inside the collector, Inductor's own cpp_scratch (this torch's) comes out sized by the grid, and is restored
     from torch._inductor.codegen.cuda.device_op_overrides import CUDADeviceOpOverrides
     from torch._inductor.codegen.common import TritonScratchWorkspace
