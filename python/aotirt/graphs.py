@@ -79,6 +79,14 @@ class CapturedRunner:
         """Input copies the replays made so far (an input that is its static buffer is not copied)."""
         return int(self._graph.input_copies)
 
+    @property
+    def graph_stats(self) -> dict:
+        """What the captured graph holds, counted at capture: its nodes by type ("kernels", "mem_allocs",
+        "mem_frees", "memsets", "memcpys", "other_nodes") and its capture pool ("pooled"; "pool_blocks",
+        "pool_bytes", "pool_allocations", "pool_reuses"). With the pool (the default; AOTIRT_CAPTURE_POOL=0 turns it
+        off) the shims' allocations come from blocks made outside the graph, which then holds no memory nodes."""
+        return dict(self._graph.stats)
+
     def _replay_torch(self, torch: Any, inputs: list) -> list | None:
         """The lean path: torch tensors on the model's GPU, torch outputs, a capture stream torch made. One native call
         on torch's current stream (inputs exported without stream hand-offs: they were made on that stream, and the

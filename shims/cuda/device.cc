@@ -4,6 +4,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "shims/common/capture_pool.h"
 #include "shims/cuda/copy_kernel.h"
 #include "shims/cuda/vendor.h"
 
@@ -46,7 +47,67 @@ void WarmPool(int32_t device) {
   });
 }
 
+// One private stream per device for the capture pools' own allocations and frees: never captured, so a pool block
+// is made outside the graph being captured, and is never the legacy stream (whose use would be an unsafe call while
+// another thread captures). Made on first use, kept for the process.
+std::once_flag g_side_once[64];
+gpuStream_t g_side[64];
+
+gpuStream_t SideStream(const char* fn, int32_t device) {
+  AOTIRT_CHECK(device >= 0 && device < 64, fn, "device index ", device, " is out of range");
+  std::call_once(g_side_once[device], [device] {
+    int prev = -1;
+    (void)gpuGetDevice(&prev);
+    if (prev != device) (void)gpuSetDevice(device);
+    if (gpuStreamCreateWithFlags(&g_side[device], gpuStreamNonBlocking) != gpuSuccess) g_side[device] = nullptr;
+    (void)gpuGetLastError();
+    if (prev != device && prev >= 0) (void)gpuSetDevice(prev);
+  });
+  AOTIRT_CHECK(g_side[device] != nullptr, fn, "could not create the capture pool's stream on cuda:", device);
+  return g_side[device];
+}
+
+// A pool block: stream-ordered on the side stream, then waited for, so that it is complete before any graph that
+// uses it is launched (the capture itself runs nothing).
+void* PoolAlloc(const char* fn, int32_t device, size_t nbytes) {
+  gpuStream_t side = SideStream(fn, device);
+  WarmPool(device);
+  void* ptr = nullptr;
+  gpuError_t err = gpuMallocAsync(&ptr, nbytes, side);
+  if (err == gpuSuccess) err = gpuStreamSynchronize(side);
+  if (err != gpuSuccess) {
+    (void)gpuGetLastError();
+    if (ptr != nullptr) (void)gpuFreeAsync(ptr, side);
+    throw ShimError(StrCat(fn, ": allocating ", nbytes, " bytes for the CUDA graph capture pool on cuda:", device,
+                           " failed: ", gpuGetErrorName(err), " (", gpuGetErrorString(err), ")"));
+  }
+  return ptr;
+}
+
+void PoolFree(int32_t device, void* ptr, void* stream) noexcept {
+  int prev = -1;
+  (void)gpuGetDevice(&prev);
+  if (prev != device) (void)gpuSetDevice(device);
+  gpuStream_t s = static_cast<gpuStream_t>(stream);
+  if (s == nullptr) {
+    try {
+      s = SideStream("capture pool", device);
+    } catch (...) {
+      s = nullptr;
+    }
+  }
+  if (s != nullptr) (void)gpuFreeAsync(ptr, s);
+  (void)gpuGetLastError();
+  if (prev != device && prev >= 0) (void)gpuSetDevice(prev);
+}
+
 }  // namespace
+
+CapturePoolRegistry& CapturePools() {
+  // Never destroyed: tensors freed during exit may still come back to it.
+  static CapturePoolRegistry* pools = new CapturePoolRegistry(&PoolAlloc, &PoolFree);
+  return *pools;
+}
 
 int DeviceCount(const char* fn) {
   int n = 0;
@@ -94,6 +155,10 @@ bool IsCapturing(void* stream) {
 
 void* Allocate(const char* fn, int32_t device, int64_t nbytes, void* stream) {
   if (nbytes == 0) return nullptr;
+  CapturePoolRegistry& pools = CapturePools();
+  if (pools.Serving()) {
+    if (void* p = pools.Allocate(fn, device, stream, static_cast<size_t>(nbytes))) return p;
+  }
   WarmPool(device);
   void* ptr = nullptr;
   gpuError_t err = gpuMallocAsync(&ptr, static_cast<size_t>(nbytes), static_cast<gpuStream_t>(stream));
@@ -107,6 +172,8 @@ void* Allocate(const char* fn, int32_t device, int64_t nbytes, void* stream) {
 
 void Free(int32_t device, void* ptr, void* stream) noexcept {
   if (ptr == nullptr) return;
+  CapturePoolRegistry& pools = CapturePools();
+  if (pools.HoldsBlocks() && pools.Free(ptr, stream)) return;
   int prev = -1;
   (void)gpuGetDevice(&prev);
   if (prev != device) (void)gpuSetDevice(device);

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "shims/common/capture_pool.h"
 #include "shims/tensor/tensor.h"
 
 namespace aotirt {
@@ -22,9 +23,12 @@ void* CurrentStream(int32_t device);
 void SetCurrentStream(int32_t device, void* stream);
 bool IsCapturing(void* stream);
 
-// Stream-ordered allocation on `stream` of `device` (the device's default memory pool, kept warm).
+// Stream-ordered allocation on `stream` of `device` (the device's default memory pool, kept warm), or a block of
+// the capture pool serving `stream` (shims/common/capture_pool.h); Free gives either back.
 void* Allocate(const char* fn, int32_t device, int64_t nbytes, void* stream);
 void Free(int32_t device, void* ptr, void* stream) noexcept;
+// The process's capture pools (aotirt_capture_pool_* in shim.h).
+CapturePoolRegistry& CapturePools();
 // A new owning device tensor, allocated on the device's current stream.
 Tensor* NewDeviceTensor(const char* fn, int32_t device, DType dtype, std::vector<int64_t> sizes,
                         std::vector<int64_t> strides);

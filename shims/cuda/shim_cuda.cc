@@ -322,4 +322,39 @@ AOTIRT_EXPORT AOTITorchError aoti_torch_item_bool(AtenTensorHandle tensor, bool*
   })
 }
 
+// ---- capture pools (shims/common/capture_pool.h)
+AOTIRT_EXPORT AOTITorchError aotirt_capture_pool_begin(int32_t device_index, void* stream, int64_t* ret_pool) {
+  static const char* fn = "aotirt_capture_pool_begin";
+  AOTIRT_SHIM_BOUNDARY(fn, {
+    AOTIRT_CHECK(ret_pool != nullptr, fn, "ret_pool is null");
+    AOTIRT_CHECK(stream != nullptr, fn, "stream is null (the legacy default stream cannot be captured)");
+    gpu::CheckDeviceIndex(fn, device_index);
+    *ret_pool = gpu::CapturePools().Begin(fn, device_index, stream);
+  })
+}
+
+AOTIRT_EXPORT AOTITorchError aotirt_capture_pool_end(int64_t pool) {
+  static const char* fn = "aotirt_capture_pool_end";
+  AOTIRT_SHIM_BOUNDARY(fn, { gpu::CapturePools().End(fn, pool); })
+}
+
+AOTIRT_EXPORT AOTITorchError aotirt_capture_pool_release(int64_t pool) {
+  static const char* fn = "aotirt_capture_pool_release";
+  AOTIRT_SHIM_BOUNDARY(fn, { gpu::CapturePools().Release(fn, pool); })
+}
+
+AOTIRT_EXPORT AOTITorchError aotirt_capture_pool_stats(int64_t pool, int64_t* values, int32_t capacity,
+                                                       int32_t* ret_count) {
+  static const char* fn = "aotirt_capture_pool_stats";
+  AOTIRT_SHIM_BOUNDARY(fn, {
+    AOTIRT_CHECK(ret_count != nullptr, fn, "ret_count is null");
+    AOTIRT_CHECK(capacity >= 0 && (capacity == 0 || values != nullptr), fn, "values is null or capacity < 0");
+    const aotirt::CapturePoolStats st = gpu::CapturePools().Stats(fn, pool);
+    const int64_t all[] = {st.blocks, st.bytes, st.live, st.allocations, st.reuses};
+    const int32_t n = static_cast<int32_t>(sizeof(all) / sizeof(all[0]));
+    for (int32_t i = 0; i < n && i < capacity; ++i) values[i] = all[i];
+    *ret_count = n;
+  })
+}
+
 }  // extern "C"

@@ -32,6 +32,8 @@
 #define gpuPointerAttributes hipPointerAttribute_t
 #define gpuPointerGetAttributes hipPointerGetAttributes
 #define gpuMalloc hipMalloc
+#define gpuStreamCreateWithFlags hipStreamCreateWithFlags
+#define gpuStreamNonBlocking hipStreamNonBlocking
 #define AOTIRT_GPU_RUNTIME_NAME "HIP"
 #else
 #include <cuda_runtime.h>
@@ -63,6 +65,8 @@
 #define gpuPointerAttributes cudaPointerAttributes
 #define gpuPointerGetAttributes cudaPointerGetAttributes
 #define gpuMalloc cudaMalloc
+#define gpuStreamCreateWithFlags cudaStreamCreateWithFlags
+#define gpuStreamNonBlocking cudaStreamNonBlocking
 #define AOTIRT_GPU_RUNTIME_NAME "CUDA"
 #endif
 

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <thread>
+#include <vector>
 
 #include "shims/tests/shim_test_util.h"
 
@@ -306,6 +307,120 @@ TEST_F(CudaShims, ItemBoolOnDevice) {
   EXPECT_FALSE(b3);
   bool unused;
   EXPECT_SHIM_ERROR(aoti_torch_item_bool(d, &unused), "aoti_torch_item_bool", "needs a one-element tensor");
+}
+
+// What a stream capture holds besides kernels: memory nodes from stream-ordered allocations made while capturing.
+struct NodeCounts {
+  int allocs = 0, frees = 0, memcpys = 0, memsets = 0;
+};
+NodeCounts CountNodes(cudaGraph_t g) {
+  size_t n = 0;
+  EXPECT_EQ(cudaGraphGetNodes(g, nullptr, &n), cudaSuccess);
+  std::vector<cudaGraphNode_t> nodes(n);
+  if (n > 0) EXPECT_EQ(cudaGraphGetNodes(g, nodes.data(), &n), cudaSuccess);
+  NodeCounts c;
+  for (auto node : nodes) {
+    cudaGraphNodeType t;
+    EXPECT_EQ(cudaGraphNodeGetType(node, &t), cudaSuccess);
+    c.allocs += t == cudaGraphNodeTypeMemAlloc;
+    c.frees += t == cudaGraphNodeTypeMemFree;
+    c.memcpys += t == cudaGraphNodeTypeMemcpy;
+    c.memsets += t == cudaGraphNodeTypeMemset;
+  }
+  return c;
+}
+
+// A capture that allocates a tensor, copies into it, and allocates/zeroes/frees a temporary, then allocates again.
+// With a capture pool the graph holds the memcpy and the memset only, replays write the pool block, the freed
+// temporary's block is reused, and the output block outlives the pool's release until its tensor is deleted.
+// Without one the same capture holds memory nodes (what the pool removes).
+TEST_F(CudaShims, CapturePoolKeepsTheShimsAllocationsOutOfTheGraph) {
+  AOTIRT_REQUIRE_GPU();
+  cudaStream_t s = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  CUDAStreamGuardHandle guard = nullptr;
+  ASSERT_SHIM_OK(aoti_torch_create_cuda_stream_guard(s, 0, &guard));
+  const int64_t n = 1024;
+  AtenTensorHandle x = Cuda({n}, {1}, kF32);
+  std::vector<float> host(n);
+  for (int pooled = 1; pooled >= 0; --pooled) {
+    int64_t pool = 0;
+    if (pooled) ASSERT_SHIM_OK(aotirt_capture_pool_begin(0, s, &pool));
+    ASSERT_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed), cudaSuccess);
+    AtenTensorHandle out = nullptr, tmp = nullptr, again = nullptr;
+    int64_t sizes[] = {n}, strides[] = {1};
+    ASSERT_SHIM_OK(aoti_torch_empty_strided(1, sizes, strides, kF32, kCUDA, 0, &out));
+    ASSERT_SHIM_OK(aoti_torch_copy_(out, x, 0));
+    ASSERT_SHIM_OK(aoti_torch_empty_strided(1, sizes, strides, kF32, kCUDA, 0, &tmp));
+    ASSERT_SHIM_OK(aoti_torch_zero_(tmp));
+    void* tmp_ptr = Data<void>(tmp);
+    ASSERT_SHIM_OK(aoti_torch_delete_tensor_object(tmp));
+    int64_t smaller[] = {n - 10};
+    ASSERT_SHIM_OK(aoti_torch_empty_strided(1, smaller, strides, kF32, kCUDA, 0, &again));
+    void* again_ptr = Data<void>(again);
+    ASSERT_SHIM_OK(aoti_torch_delete_tensor_object(again));
+    cudaGraph_t graph = nullptr;
+    ASSERT_EQ(cudaStreamEndCapture(s, &graph), cudaSuccess);
+    NodeCounts c = CountNodes(graph);
+    EXPECT_EQ(c.memcpys, 1);
+    EXPECT_EQ(c.memsets, 1);
+    if (pooled) {
+      ASSERT_SHIM_OK(aotirt_capture_pool_end(pool));
+      EXPECT_EQ(c.allocs, 0);
+      EXPECT_EQ(c.frees, 0);
+      EXPECT_EQ(again_ptr, tmp_ptr);  // the freed temporary's block, reused within the capture
+      int64_t st[5] = {};
+      int32_t count = 0;
+      ASSERT_SHIM_OK(aotirt_capture_pool_stats(pool, st, 5, &count));
+      EXPECT_EQ(count, 5);
+      EXPECT_EQ(st[0], 2);      // blocks: out, tmp
+      EXPECT_EQ(st[1], 2 * n * 4);
+      EXPECT_EQ(st[2], 1);      // live: out
+      EXPECT_EQ(st[3], 3);      // allocations
+      EXPECT_EQ(st[4], 1);      // reuses
+    } else {
+      EXPECT_GE(c.allocs, 2);  // what the pool removes (the test would pass vacuously without this contrast)
+    }
+    cudaGraphExec_t exec = nullptr;
+    ASSERT_EQ(cudaGraphInstantiateWithFlags(&exec, graph, cudaGraphInstantiateFlagAutoFreeOnLaunch), cudaSuccess);
+    for (int round = 0; round < 3; ++round) {
+      for (int64_t i = 0; i < n; ++i) host[i] = static_cast<float>(round * 1000 + i);
+      ASSERT_EQ(cudaMemcpyAsync(Data<void>(x), host.data(), n * 4, cudaMemcpyHostToDevice, s), cudaSuccess);
+      ASSERT_EQ(cudaGraphLaunch(exec, s), cudaSuccess);
+      std::vector<float> got(n);
+      ASSERT_EQ(cudaMemcpyAsync(got.data(), Data<void>(out), n * 4, cudaMemcpyDeviceToHost, s), cudaSuccess);
+      ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+      EXPECT_EQ(got, host) << "round " << round << (pooled ? " (pooled)" : "");
+    }
+    ASSERT_EQ(cudaGraphExecDestroy(exec), cudaSuccess);
+    ASSERT_EQ(cudaGraphDestroy(graph), cudaSuccess);
+    if (pooled) {
+      ASSERT_SHIM_OK(aotirt_capture_pool_release(pool));
+      int64_t st[5] = {};
+      int32_t count = 0;
+      ASSERT_SHIM_OK(aotirt_capture_pool_stats(pool, st, 5, &count));  // `out` is still alive
+      EXPECT_EQ(st[0], 1);
+      EXPECT_SHIM_ERROR(aotirt_capture_pool_release(pool), "aotirt_capture_pool_release", "already released");
+      ASSERT_SHIM_OK(aoti_torch_delete_tensor_object(out));
+      EXPECT_SHIM_ERROR(aotirt_capture_pool_stats(pool, st, 5, &count), "aotirt_capture_pool_stats",
+                        "no capture pool");
+    } else {
+      ASSERT_SHIM_OK(aoti_torch_delete_tensor_object(out));
+    }
+  }
+  // Refused calls.
+  int64_t pool = 0;
+  EXPECT_SHIM_ERROR(aotirt_capture_pool_begin(0, nullptr, &pool), "aotirt_capture_pool_begin", "stream is null");
+  EXPECT_SHIM_ERROR(aotirt_capture_pool_begin(99, s, &pool), "aotirt_capture_pool_begin", "out of range");
+  ASSERT_SHIM_OK(aotirt_capture_pool_begin(0, s, &pool));
+  int64_t other = 0;
+  EXPECT_SHIM_ERROR(aotirt_capture_pool_begin(0, s, &other), "aotirt_capture_pool_begin", "already served");
+  ASSERT_SHIM_OK(aotirt_capture_pool_release(pool));
+  EXPECT_SHIM_ERROR(aotirt_capture_pool_end(pool), "aotirt_capture_pool_end", "no capture pool");
+  DeleteOwned();
+  ASSERT_SHIM_OK(aoti_torch_delete_cuda_stream_guard(guard));
+  EXPECT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+  cudaStreamDestroy(s);
 }
 
 }  // namespace

@@ -149,6 +149,22 @@ class PyCaptured {
     return Export(std::move(outs));
   }
   int64_t input_copies() const { return graph_->input_copies(); }
+  py::dict stats() const {
+    const auto& st = graph_->stats();
+    py::dict d;
+    d["kernels"] = st.kernels;
+    d["mem_allocs"] = st.mem_allocs;
+    d["mem_frees"] = st.mem_frees;
+    d["memsets"] = st.memsets;
+    d["memcpys"] = st.memcpys;
+    d["other_nodes"] = st.other_nodes;
+    d["pooled"] = st.pooled;
+    d["pool_blocks"] = st.pool_blocks;
+    d["pool_bytes"] = st.pool_bytes;
+    d["pool_allocations"] = st.pool_allocations;
+    d["pool_reuses"] = st.pool_reuses;
+    return d;
+  }
 
  private:
   std::unique_ptr<aotirt::CapturedModel> graph_;
@@ -192,7 +208,10 @@ PYBIND11_MODULE(_C, m) {
            "capture stream; any stream of the device, 0 included), ordered after the previous replay; returns "
            "capsules aliasing the static outputs, which the next replay overwrites (None with outputs=False).")
       .def_property_readonly("input_copies", &PyCaptured::input_copies,
-                             "Input copies made by replays so far (inputs that were their static buffers: none)");
+                             "Input copies made by replays so far (inputs that were their static buffers: none)")
+      .def_property_readonly("stats", &PyCaptured::stats,
+                             "The graph's nodes by type (kernels, mem_allocs, ...) and its capture pool (pooled, "
+                             "pool_blocks, pool_bytes, pool_allocations, pool_reuses), counted at capture");
 
   m.def("live_tensor_count", [] { return aotirt_live_tensor_count(); });
   m.def("stream_wait", &StreamWait, py::arg("producer"), py::arg("consumer"), py::arg("device"),

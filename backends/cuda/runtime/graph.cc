@@ -3,8 +3,11 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "backends/cuda/runtime/runtime.h"
 #include "backends/cuda/runtime/scoped_device.h"
@@ -46,6 +49,41 @@ bool Contiguous(const int64_t* sizes, const int64_t* strides, int64_t dim) {
   return true;
 }
 
+// AOTIRT_CAPTURE_POOL=0 turns the capture pool off: the shims' allocations then become memory nodes of the graph
+// (for comparisons, benchmarks/graph_launch.py and decode.py).
+bool CapturePoolOn() {
+  const char* v = std::getenv("AOTIRT_CAPTURE_POOL");
+  return v == nullptr || std::strcmp(v, "0") != 0;
+}
+
+void CountNodes(cudaGraph_t graph, CapturedModel::GraphStats* st) {
+  size_t n = 0;
+  if (cudaGraphGetNodes(graph, nullptr, &n) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return;
+  }
+  std::vector<cudaGraphNode_t> nodes(n);
+  if (n == 0 || cudaGraphGetNodes(graph, nodes.data(), &n) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return;
+  }
+  for (cudaGraphNode_t node : nodes) {
+    cudaGraphNodeType type;
+    if (cudaGraphNodeGetType(node, &type) != cudaSuccess) {
+      (void)cudaGetLastError();
+      ++st->other_nodes;
+      continue;
+    }
+    switch (type) {
+      case cudaGraphNodeTypeKernel: ++st->kernels; break;
+      case cudaGraphNodeTypeMemAlloc: ++st->mem_allocs; break;
+      case cudaGraphNodeTypeMemFree: ++st->mem_frees; break;
+      case cudaGraphNodeTypeMemset: ++st->memsets; break;
+      case cudaGraphNodeTypeMemcpy: ++st->memcpys; break;
+      default: ++st->other_nodes; break;
+    }
+  }
+}
 
 }  // namespace
 
@@ -90,6 +128,12 @@ std::unique_ptr<CapturedModel> CapturedModel::Capture(std::shared_ptr<Model> mod
   cudaError_t e = cudaStreamSynchronize(static_cast<cudaStream_t>(stream));
   if (e != cudaSuccess) throw RuntimeError("package '" + pkg + "': warm-up before capture failed: " + CudaErr(e));
 
+  // The shims' allocations on the capture stream come from a capture pool, made outside the graph: the graph then
+  // holds no memory nodes, which cost host time at every launch (benchmarks/graph_launch.py).
+  if (CapturePoolOn()) {
+    CheckShim(aotirt_capture_pool_begin(dev, stream, &g->pool_), "package '" + pkg + "': capture pool");
+    g->stats_.pooled = true;
+  }
   // Relaxed mode: the container queries its own events between runs, which global/thread-local capture forbid.
   e = cudaStreamBeginCapture(static_cast<cudaStream_t>(stream), cudaStreamCaptureModeRelaxed);
   if (e != cudaSuccess) {
@@ -105,6 +149,7 @@ std::unique_ptr<CapturedModel> CapturedModel::Capture(std::shared_ptr<Model> mod
   }
   cudaGraph_t graph = nullptr;
   cudaError_t end = cudaStreamEndCapture(static_cast<cudaStream_t>(stream), &graph);
+  if (g->pool_ != 0) (void)aotirt_capture_pool_end(g->pool_);  // the stream is no longer served (never fails here)
   for (auto& h : outs) g->static_outputs_.push_back(std::move(h));
   if (!run_error.empty() || end != cudaSuccess || graph == nullptr) {
     (void)cudaGetLastError();
@@ -114,8 +159,20 @@ std::unique_ptr<CapturedModel> CapturedModel::Capture(std::shared_ptr<Model> mod
                        (run_error.empty() ? "end of capture failed: " + CudaErr(end) : run_error));
   }
   g->graph_ = graph;
+  CountNodes(graph, &g->stats_);
+  if (g->pool_ != 0) {
+    int64_t v[5] = {0, 0, 0, 0, 0};
+    int32_t n = 0;
+    if (aotirt_capture_pool_stats(g->pool_, v, 5, &n) == AOTI_TORCH_SUCCESS) {
+      g->stats_.pool_blocks = v[0];
+      g->stats_.pool_bytes = v[1];
+      g->stats_.pool_allocations = v[3];
+      g->stats_.pool_reuses = v[4];
+    }
+  }
   cudaGraphExec_t exec = nullptr;
-  // Outputs are allocated inside the graph and live on after a launch; free them automatically at the next launch.
+  // Without the pool, outputs are allocated inside the graph and live on after a launch: free them automatically at
+  // the next launch (no effect on a graph without memory nodes).
   e = cudaGraphInstantiateWithFlags(&exec, graph, cudaGraphInstantiateFlagAutoFreeOnLaunch);
   if (e != cudaSuccess) {
     (void)cudaGetLastError();
@@ -242,6 +299,8 @@ CapturedModel::~CapturedModel() {
   if (done_) cudaEventDestroy(static_cast<cudaEvent_t>(done_));
   static_inputs_.clear();
   container_.reset();
+  // Last: the graph has run its last launch; blocks still held by outputs a caller kept go back when those die.
+  if (pool_ != 0) (void)aotirt_capture_pool_release(pool_);
 }
 
 }  // namespace aotirt

@@ -182,6 +182,13 @@ class AOTIRT_RUNTIME_API CapturedModel {
   void* stream() const { return stream_; }
   // Input copies the replays made (an input that was its static buffer is not copied): tests and benchmarks.
   int64_t input_copies() const { return input_copies_; }
+  // What the captured graph holds (its nodes by type) and the capture pool it allocated from.
+  struct GraphStats {
+    int64_t kernels = 0, mem_allocs = 0, mem_frees = 0, memsets = 0, memcpys = 0, other_nodes = 0;
+    bool pooled = false;  // allocated from a capture pool (AOTIRT_CAPTURE_POOL=0: inside the graph)
+    int64_t pool_blocks = 0, pool_bytes = 0, pool_allocations = 0, pool_reuses = 0;
+  };
+  const GraphStats& stats() const { return stats_; }
   ~CapturedModel();
 
  private:
@@ -196,6 +203,8 @@ class AOTIRT_RUNTIME_API CapturedModel {
   std::mutex mu_;  // one replay at a time (the static buffers are shared)
   std::unique_ptr<SiblingContainer> container_;  // the graph was captured on it
   std::vector<TensorPtr> static_inputs_, static_outputs_;
+  int64_t pool_ = 0;  // the capture pool (aotirt_capture_pool_*; 0: none), released last
+  GraphStats stats_;
 };
 
 // Throws RuntimeError(what + the shims' last error) when err != 0.

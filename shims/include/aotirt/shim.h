@@ -288,6 +288,17 @@ AOTIRT_EXPORT void aotirt_clear_last_error(void);
 AOTIRT_EXPORT const char* aotirt_shims_version(void);
 // Tensor objects alive in this process (handles not yet deleted): lets tests and callers find leaks.
 AOTIRT_EXPORT int64_t aotirt_live_tensor_count(void);
+// CUDA graph capture pools (shims/common/capture_pool.h): between begin and end, the device memory this library
+// allocates on `stream` (tensors, workspaces) comes from blocks made outside the capture, so the captured graph holds
+// no memory nodes; a block freed meanwhile is reused by a later allocation of the same capture. End after the
+// capture ended; release once the graph's last launch completed (blocks still held by live tensors are given back
+// when those die). stats: blocks, bytes, live blocks, allocations served, reuses (copies min(capacity, N) values;
+// ret_count = N). An unknown or released pool is an error.
+AOTIRT_EXPORT AOTITorchError aotirt_capture_pool_begin(int32_t device_index, void* stream, int64_t* ret_pool);
+AOTIRT_EXPORT AOTITorchError aotirt_capture_pool_end(int64_t pool);
+AOTIRT_EXPORT AOTITorchError aotirt_capture_pool_release(int64_t pool);
+AOTIRT_EXPORT AOTITorchError aotirt_capture_pool_stats(int64_t pool, int64_t* values, int32_t capacity,
+                                                       int32_t* ret_count);
 // Like aoti_torch_create_tensor_from_blob, but the storage calls deleter(context) once, when the last handle that
 // shares it is deleted (e.g. to release a DLPack tensor). On failure the deleter is not called: ownership stays.
 typedef void (*AotirtDeleter)(void* context);
