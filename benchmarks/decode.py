@@ -72,8 +72,12 @@ AOTIRT_OPTIONS = {"aotirt": {}, "aotirt_dyn": {}, "aotirt_at": {"max_autotune_ge
                   "aotirt_tattn": {"attention_backend": "TRITON"}, "aotirt_math": {"attention_backend": "MATH"},
                   # without coordinate descent tuning (on by default with max_autotune, as in torch.compile's
                   # max-autotune mode; with it the decode step's one-row matmuls become fused reductions)
-                  "aotirt_nocdt": {"coordinate_descent_tuning": False}}
+                  "aotirt_nocdt": {"coordinate_descent_tuning": False},
+                  # the same packages as "aotirt", captured without the capture pool (AOTIRT_CAPTURE_POOL=0): the
+                  # graphs then hold a memory node per allocation the shims make while capturing
+                  "aotirt_nopool": {}}
 DYNAMIC = ("aotirt_dyn",)  # one package with a dynamic token count instead of two
+NO_POOL = ("aotirt_nopool",)
 # Weight-only int4 (group-quantized, torch's packed layout, aten._weight_int4pack_mm): eager_int4 is their reference
 INT4_VARIANTS = ("eager_int4", "torch_compile_int4", "aotirt_int4")
 VARIANTS = ("eager", "eager_graph", "torch_compile") + tuple(AOTIRT_OPTIONS) + INT4_VARIANTS
@@ -512,6 +516,7 @@ def package_key(cfg: dict, dtype: torch.dtype, opts) -> str:
 
 
 def aotirt_decoder(model, bufs, work: str, cache_dir: str | None = None, options: dict | None = None,
+                   capture_pool: bool = True,
                    dynamic: bool = False) -> tuple:
     """The aotirt runtime's prefill and decode step, lowered with CompileOptions(**options) (empty: the platform's
     default spec): two packages (prefill T=prompt, decode T=1), or with `dynamic` one package whose token count is
@@ -565,8 +570,18 @@ def aotirt_decoder(model, bufs, work: str, cache_dir: str | None = None, options
     for t in c:  # the compiles ran the model on the caches
         t.zero_()
     bufs["pos_d"].fill_(bufs["ids_p"].shape[1])
-    gp = aotirt.capture(runners["prefill"], bufs["ids_p"], bufs["pos_p"], *c, alias_inputs=True)
-    gd = aotirt.capture(runners["decode"], bufs["ids_d"], bufs["pos_d"], *c, alias_inputs=True)
+    old = os.environ.get("AOTIRT_CAPTURE_POOL")
+    if not capture_pool:
+        os.environ["AOTIRT_CAPTURE_POOL"] = "0"  # read by each capture
+    try:
+        gp = aotirt.capture(runners["prefill"], bufs["ids_p"], bufs["pos_p"], *c, alias_inputs=True)
+        gd = aotirt.capture(runners["decode"], bufs["ids_d"], bufs["pos_d"], *c, alias_inputs=True)
+    finally:
+        if old is None:
+            os.environ.pop("AOTIRT_CAPTURE_POOL", None)
+        else:
+            os.environ["AOTIRT_CAPTURE_POOL"] = old
+    info["prefill_graph"], info["decode_graph"] = gp.graph_stats, gd.graph_stats
 
     def prefill():
         return gp.run_list([bufs["ids_p"], bufs["pos_p"], *c])[0]
@@ -580,6 +595,15 @@ def aotirt_decoder(model, bufs, work: str, cache_dir: str | None = None, options
 
 
 # ============================================================================================ report
+
+def _graph_note(row: dict) -> str:
+    """ "decode graph: 365 kernels, 0 memory nodes; " from the decode graph's stats (empty when absent)."""
+    g = row.get("decode_graph") or {}
+    if "kernels" not in g:
+        return ""
+    return (f"decode graph: {g['kernels']} kernels, {g.get('mem_allocs', 0) + g.get('mem_frees', 0)} memory nodes, "
+            f"{g.get('memsets', 0)} memsets; ")
+
 
 def markdown(result: dict) -> str:
     m = result["model"]
@@ -730,7 +754,9 @@ def main(argv: list | None = None) -> int:
                 elif base == "torch_compile":
                     dec = torch_compile_decoder(m_, bufs)
                 else:
-                    dec, info = aotirt_decoder(m_, bufs, work, a.cache_dir or None, AOTIRT_OPTIONS[base],
+                    # aotirt_nopool captures the packages aotirt compiled (same options) when they are in `work`
+                    dec, info = aotirt_decoder(m_, bufs, work, a.cache_dir or (work if base in NO_POOL else None),
+                                               AOTIRT_OPTIONS[base], capture_pool=base not in NO_POOL,
                                                dynamic=base in DYNAMIC)
                     row.update(info)
                 row["compile_s"] = round(time.perf_counter() - t0, 1)
@@ -752,6 +778,7 @@ def main(argv: list | None = None) -> int:
                 row["torch_peak_alloc_mb"] = torch.cuda.max_memory_allocated() / 2**20
                 if base.startswith("aotirt"):
                     row["notes"] = ("int4 weights; " if int4 else "") + (
+                        "capture pool off; " if base in NO_POOL else "") + _graph_note(row) + (
                         "one package, dynamic token count; " if base in DYNAMIC else
                         "two packages, one copy of the weights (shared); "
                         if row.get("decode_shares_prefill_constants") is True else

@@ -231,3 +231,10 @@ def test_package_key_follows_what_the_lowering_is_given():
     assert decode.package_key(c, torch.bfloat16, aotirt.CompileOptions(coordinate_descent_tuning=True)) == base
     assert decode.package_key(c, torch.float32, aotirt.CompileOptions()) != base
     assert decode.package_key(dict(c, layers=3), torch.bfloat16, aotirt.CompileOptions()) != base
+
+
+def test_graph_note_counts_the_decode_graphs_memory_nodes():
+    row = {"decode_graph": {"kernels": 317, "mem_allocs": 130, "mem_frees": 130, "memsets": 0, "pooled": False}}
+    assert decode._graph_note(row) == "decode graph: 317 kernels, 260 memory nodes, 0 memsets; "
+    assert decode._graph_note({}) == ""
+    assert "aotirt_nopool" in decode.VARIANTS and decode.AOTIRT_OPTIONS["aotirt_nopool"] == {}
