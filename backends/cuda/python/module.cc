@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backends/cuda/python/dlpack_bridge.h"
@@ -151,18 +152,14 @@ class PyCaptured {
   int64_t input_copies() const { return graph_->input_copies(); }
   py::dict stats() const {
     const auto& st = graph_->stats();
+    const std::pair<const char*, int64_t> counts[] = {
+        {"kernels", st.kernels},         {"mem_allocs", st.mem_allocs},   {"mem_frees", st.mem_frees},
+        {"memsets", st.memsets},         {"memcpys", st.memcpys},         {"other_nodes", st.other_nodes},
+        {"pool_blocks", st.pool_blocks}, {"pool_bytes", st.pool_bytes},   {"pool_allocations", st.pool_allocations},
+        {"pool_reuses", st.pool_reuses}};
     py::dict d;
-    d["kernels"] = st.kernels;
-    d["mem_allocs"] = st.mem_allocs;
-    d["mem_frees"] = st.mem_frees;
-    d["memsets"] = st.memsets;
-    d["memcpys"] = st.memcpys;
-    d["other_nodes"] = st.other_nodes;
+    for (const auto& kv : counts) d[kv.first] = kv.second;
     d["pooled"] = st.pooled;
-    d["pool_blocks"] = st.pool_blocks;
-    d["pool_bytes"] = st.pool_bytes;
-    d["pool_allocations"] = st.pool_allocations;
-    d["pool_reuses"] = st.pool_reuses;
     return d;
   }
 
