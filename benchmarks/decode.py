@@ -73,11 +73,11 @@ AOTIRT_OPTIONS = {"aotirt": {}, "aotirt_dyn": {}, "aotirt_at": {"max_autotune_ge
                   # without coordinate descent tuning (on by default with max_autotune, as in torch.compile's
                   # max-autotune mode; with it the decode step's one-row matmuls become fused reductions)
                   "aotirt_nocdt": {"coordinate_descent_tuning": False},
-                  # the same packages as "aotirt", captured without the capture pool (AOTIRT_CAPTURE_POOL=0): the
-                  # graphs then hold a memory node per allocation the shims make while capturing
-                  "aotirt_nopool": {}}
+                  # the same packages as "aotirt", captured with the capture pool (AOTIRT_CAPTURE_POOL=1): the
+                  # graphs then hold no memory node for the allocations the shims make while capturing
+                  "aotirt_pool": {}}
 DYNAMIC = ("aotirt_dyn",)  # one package with a dynamic token count instead of two
-NO_POOL = ("aotirt_nopool",)
+POOL = ("aotirt_pool",)
 # Weight-only int4 (group-quantized, torch's packed layout, aten._weight_int4pack_mm): eager_int4 is their reference
 INT4_VARIANTS = ("eager_int4", "torch_compile_int4", "aotirt_int4")
 VARIANTS = ("eager", "eager_graph", "torch_compile") + tuple(AOTIRT_OPTIONS) + INT4_VARIANTS
@@ -516,7 +516,7 @@ def package_key(cfg: dict, dtype: torch.dtype, opts) -> str:
 
 
 def aotirt_decoder(model, bufs, work: str, cache_dir: str | None = None, options: dict | None = None,
-                   capture_pool: bool = True,
+                   capture_pool: bool = False,
                    dynamic: bool = False) -> tuple:
     """The aotirt runtime's prefill and decode step, lowered with CompileOptions(**options) (empty: the platform's
     default spec): two packages (prefill T=prompt, decode T=1), or with `dynamic` one package whose token count is
@@ -571,8 +571,7 @@ def aotirt_decoder(model, bufs, work: str, cache_dir: str | None = None, options
         t.zero_()
     bufs["pos_d"].fill_(bufs["ids_p"].shape[1])
     old = os.environ.get("AOTIRT_CAPTURE_POOL")
-    if not capture_pool:
-        os.environ["AOTIRT_CAPTURE_POOL"] = "0"  # read by each capture
+    os.environ["AOTIRT_CAPTURE_POOL"] = "1" if capture_pool else "0"  # read by each capture
     try:
         gp = aotirt.capture(runners["prefill"], bufs["ids_p"], bufs["pos_p"], *c, alias_inputs=True)
         gd = aotirt.capture(runners["decode"], bufs["ids_d"], bufs["pos_d"], *c, alias_inputs=True)
@@ -754,9 +753,9 @@ def main(argv: list | None = None) -> int:
                 elif base == "torch_compile":
                     dec = torch_compile_decoder(m_, bufs)
                 else:
-                    # aotirt_nopool captures the packages aotirt compiled (same options) when they are in `work`
-                    dec, info = aotirt_decoder(m_, bufs, work, a.cache_dir or (work if base in NO_POOL else None),
-                                               AOTIRT_OPTIONS[base], capture_pool=base not in NO_POOL,
+                    # aotirt_pool captures the packages aotirt compiled (same options) when they are in `work`
+                    dec, info = aotirt_decoder(m_, bufs, work, a.cache_dir or (work if base in POOL else None),
+                                               AOTIRT_OPTIONS[base], capture_pool=base in POOL,
                                                dynamic=base in DYNAMIC)
                     row.update(info)
                 row["compile_s"] = round(time.perf_counter() - t0, 1)
@@ -778,7 +777,7 @@ def main(argv: list | None = None) -> int:
                 row["torch_peak_alloc_mb"] = torch.cuda.max_memory_allocated() / 2**20
                 if base.startswith("aotirt"):
                     row["notes"] = ("int4 weights; " if int4 else "") + (
-                        "capture pool off; " if base in NO_POOL else "") + _graph_note(row) + (
+                        "capture pool on; " if base in POOL else "") + _graph_note(row) + (
                         "one package, dynamic token count; " if base in DYNAMIC else
                         "two packages, one copy of the weights (shared); "
                         if row.get("decode_shares_prefill_constants") is True else

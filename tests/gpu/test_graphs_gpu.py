@@ -144,20 +144,20 @@ def test_alias_inputs_reads_the_callers_tensors_and_copies_only_others():
 @requires_gpu
 @pytest.mark.parametrize("name,dtype_name", [("attn", "bfloat16"), ("multi", "float16")])
 def test_capture_pool_keeps_memory_nodes_out_of_the_graph(name, dtype_name, monkeypatch):
-    """The shims' allocations while capturing come from a capture pool made outside the graph: the graph holds no
-    memory nodes (which cost host time per launch, benchmarks/graph_launch.py), and replays match eager; with
-    AOTIRT_CAPTURE_POOL=0 the same capture holds memory nodes (the contrast the first half needs to mean anything)."""
+    """With AOTIRT_CAPTURE_POOL=1 the shims' allocations while capturing come from a capture pool made outside the
+    graph: the graph holds no memory nodes (which cost host time per launch, benchmarks/graph_launch.py), and
+    replays match eager; without it the same capture holds memory nodes (the contrast the first half needs)."""
     import aotirt
     model, path, make_inputs, dt = build(name, dtype_name)
     runner = aotirt.load(path)
+    monkeypatch.setenv("AOTIRT_CAPTURE_POOL", "1")
     pooled = aotirt.capture(runner, *make_inputs(dt))
+    monkeypatch.delenv("AOTIRT_CAPTURE_POOL")
     st = pooled.graph_stats
     assert st["pooled"] and st["mem_allocs"] == 0 and st["mem_frees"] == 0, st
     assert st["kernels"] > 0 and st["pool_blocks"] > 0 and st["pool_bytes"] > 0, st
     assert st["pool_allocations"] >= st["pool_blocks"], st
-    monkeypatch.setenv("AOTIRT_CAPTURE_POOL", "0")
-    plain = aotirt.capture(runner, *make_inputs(dt))
-    monkeypatch.delenv("AOTIRT_CAPTURE_POOL")
+    plain = aotirt.capture(runner, *make_inputs(dt))  # the default: no pool
     sp = plain.graph_stats
     assert not sp["pooled"] and sp["mem_allocs"] > 0 and sp["kernels"] == st["kernels"], sp
     for _ in range(3):
@@ -174,12 +174,13 @@ def test_capture_pool_keeps_memory_nodes_out_of_the_graph(name, dtype_name, monk
 
 
 @requires_gpu
-def test_outputs_a_caller_keeps_outlive_the_graph_and_its_pool():
+def test_outputs_a_caller_keeps_outlive_the_graph_and_its_pool(monkeypatch):
     """An output tensor still held after the captured runner is gone keeps its pool block: later allocations (eager
     runs, a new capture) never take that memory, and the rest of the pool was given back."""
     import gc
 
     import aotirt
+    monkeypatch.setenv("AOTIRT_CAPTURE_POOL", "1")
     model, path, make_inputs, dt = build("mlp", "float32")
     runner = aotirt.load(path)
     graphed = aotirt.capture(runner, *make_inputs(dt))

@@ -49,11 +49,12 @@ bool Contiguous(const int64_t* sizes, const int64_t* strides, int64_t dim) {
   return true;
 }
 
-// AOTIRT_CAPTURE_POOL=0 turns the capture pool off: the shims' allocations then become memory nodes of the graph
-// (for comparisons, benchmarks/graph_launch.py and decode.py).
+// AOTIRT_CAPTURE_POOL=1 turns the capture pool on. Off by default until its GPU tests have run (tests/gpu/LAST_RUN.md,
+// session 20: written and CPU-tested, no device call started): the shims' allocations are then memory nodes of the
+// graph, as before. Read at each capture (benchmarks/decode.py's aotirt_pool variant sets it).
 bool CapturePoolOn() {
   const char* v = std::getenv("AOTIRT_CAPTURE_POOL");
-  return v == nullptr || std::strcmp(v, "0") != 0;
+  return v != nullptr && std::strcmp(v, "1") == 0;
 }
 
 void CountNodes(cudaGraph_t graph, CapturedModel::GraphStats* st) {
