@@ -6,6 +6,8 @@
 
 #include <cstdint>
 #include <cstring>
+#include <exception>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -13,6 +15,16 @@
 #include "tests/util/gpu_test_util.h"
 
 namespace shimtest {
+
+// The message of the exception f throws ("" when it throws none): the internal C++ checks, which throw ShimError.
+inline std::string ThrownMessage(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
 
 // c10 codes, spelled out so a shim returning a wrong code cannot hide behind itself.
 constexpr int32_t kU8 = 0, kI8 = 1, kI16 = 2, kI32 = 3, kI64 = 4, kF16 = 5, kF32 = 6, kF64 = 7, kBool = 11,

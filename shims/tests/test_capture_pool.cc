@@ -14,6 +14,7 @@
 
 #include "shims/common/capture_pool.h"
 #include "shims/common/error.h"
+#include "shims/tests/shim_test_util.h"
 
 namespace aotirt {
 namespace {
@@ -64,14 +65,6 @@ class CapturePoolTest : public ::testing::Test {
   void* const s2 = reinterpret_cast<void*>(uintptr_t{0x22});
 };
 
-std::string Message(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const ShimError& e) {
-    return e.what();
-  }
-  return "";
-}
 
 TEST_F(CapturePoolTest, NothingIsServedWithoutAPool) {
   EXPECT_FALSE(reg.Serving());
@@ -142,7 +135,7 @@ TEST_F(CapturePoolTest, AfterEndFreedBlocksStayUntilReleaseAndLiveOnesUntilTheir
   ASSERT_EQ(g_dev.frees.size(), 2u);
   EXPECT_EQ(g_dev.frees[1], std::make_pair(out, s2));
   EXPECT_FALSE(reg.HoldsBlocks());
-  EXPECT_NE(Message([&] { reg.Stats("f", id); }).find("no capture pool"), std::string::npos);
+  EXPECT_NE(shimtest::ThrownMessage([&] { reg.Stats("f", id); }).find("no capture pool"), std::string::npos);
   EXPECT_FALSE(reg.Free(out, s2));  // no longer ours
 }
 
@@ -174,29 +167,29 @@ TEST_F(CapturePoolTest, ReleaseWithoutEndEndsTheServing) {
 
 TEST_F(CapturePoolTest, RefusedCallsNameTheProblem) {
   const int64_t id = reg.Begin("aotirt_capture_pool_begin", 0, s1);
-  EXPECT_NE(Message([&] { reg.Begin("aotirt_capture_pool_begin", 0, s1); }).find("is already served by capture pool"),
+  EXPECT_NE(shimtest::ThrownMessage([&] { reg.Begin("aotirt_capture_pool_begin", 0, s1); }).find("is already served by capture pool"),
             std::string::npos);
-  EXPECT_NE(Message([&] { reg.End("aotirt_capture_pool_end", id + 100); })
+  EXPECT_NE(shimtest::ThrownMessage([&] { reg.End("aotirt_capture_pool_end", id + 100); })
                 .find("aotirt_capture_pool_end: no capture pool"),
             std::string::npos);
   reg.End("f", id);
-  EXPECT_NE(Message([&] { reg.End("f", id); }).find("already ended"), std::string::npos);
+  EXPECT_NE(shimtest::ThrownMessage([&] { reg.End("f", id); }).find("already ended"), std::string::npos);
   void* keep = nullptr;
   reg.Release("f", id);
-  EXPECT_NE(Message([&] { reg.Release("f", id); }).find("no capture pool"), std::string::npos);
+  EXPECT_NE(shimtest::ThrownMessage([&] { reg.Release("f", id); }).find("no capture pool"), std::string::npos);
   // A released pool that still has a live block refuses a second release as released.
   const int64_t id3 = reg.Begin("f", 0, s2);
   keep = reg.Allocate("f", 0, s2, 64);
   reg.Release("f", id3);
-  EXPECT_NE(Message([&] { reg.Release("f", id3); }).find("was already released"), std::string::npos);
-  EXPECT_NE(Message([&] { reg.End("f", id3); }).find("was already released"), std::string::npos);
+  EXPECT_NE(shimtest::ThrownMessage([&] { reg.Release("f", id3); }).find("was already released"), std::string::npos);
+  EXPECT_NE(shimtest::ThrownMessage([&] { reg.End("f", id3); }).find("was already released"), std::string::npos);
   reg.Free(keep, s2);
 }
 
 TEST_F(CapturePoolTest, AFailedDeviceAllocationLeavesThePoolAsItWas) {
   const int64_t id = reg.Begin("f", 0, s1);
   g_dev.fail_next = true;
-  EXPECT_NE(Message([&] { reg.Allocate("aoti_torch_empty_strided", 0, s1, 64); })
+  EXPECT_NE(shimtest::ThrownMessage([&] { reg.Allocate("aoti_torch_empty_strided", 0, s1, 64); })
                 .find("aoti_torch_empty_strided: out of device memory"),
             std::string::npos);
   EXPECT_EQ(reg.Stats("f", id).blocks, 0);

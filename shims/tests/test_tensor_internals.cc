@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "shims/common/error.h"
+#include "shims/tests/shim_test_util.h"
 #include "shims/tensor/tensor.h"
 
 namespace aotirt {
@@ -24,22 +25,14 @@ std::unique_ptr<Tensor> OnDevice(int32_t device_type, int32_t index) {
   return std::make_unique<Tensor>(s, std::vector<int64_t>{4}, std::vector<int64_t>{1}, 0, DType::kFloat32);
 }
 
-std::string Message(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const ShimError& e) {
-    return e.what();
-  }
-  return "";
-}
 
 TEST(CheckCudaOperands, OperandsOnTwoGpusAreRefusedNamingBoth) {
   auto a = OnDevice(kDeviceCUDA, 0), b = OnDevice(kDeviceCUDA, 1), c = OnDevice(kDeviceCPU, 0);
-  EXPECT_EQ(Message([&] { CheckCudaOperands("f", {a.get(), b.get()}); }),
+  EXPECT_EQ(shimtest::ThrownMessage([&] { CheckCudaOperands("f", {a.get(), b.get()}); }),
             "f: the operands are on different GPUs (0 and 1)");
-  EXPECT_EQ(Message([&] { CheckCudaOperands("f", {b.get(), nullptr, a.get()}); }),
+  EXPECT_EQ(shimtest::ThrownMessage([&] { CheckCudaOperands("f", {b.get(), nullptr, a.get()}); }),
             "f: the operands are on different GPUs (1 and 0)");
-  EXPECT_EQ(Message([&] { CheckCudaOperands("f", {a.get(), c.get()}); }),
+  EXPECT_EQ(shimtest::ThrownMessage([&] { CheckCudaOperands("f", {a.get(), c.get()}); }),
             "f: an operand is on cpu; this shim takes CUDA tensors");
   EXPECT_EQ(CheckCudaOperands("f", {b.get(), nullptr, b.get()}), 1);
   EXPECT_EQ(CheckCudaOperands("f", {nullptr}), 0);
@@ -49,9 +42,9 @@ TEST(WrapDim, FollowsC10) {
   EXPECT_EQ(WrapDim("f", -1, 3), 2);
   EXPECT_EQ(WrapDim("f", 0, 0), 0);   // a 0-d tensor takes 0 and -1
   EXPECT_EQ(WrapDim("f", -1, 0), 0);
-  EXPECT_EQ(Message([&] { WrapDim("f", 3, 3); }),
+  EXPECT_EQ(shimtest::ThrownMessage([&] { WrapDim("f", 3, 3); }),
             "f: Dimension out of range (expected to be in range of [-3, 2], but got 3)");
-  EXPECT_EQ(Message([&] { WrapDim("f", 1, 0); }),
+  EXPECT_EQ(shimtest::ThrownMessage([&] { WrapDim("f", 1, 0); }),
             "f: Dimension out of range (expected to be in range of [-1, 0], but got 1)");
 }
 
@@ -59,11 +52,11 @@ TEST(InferViewSize, OneInferredDimAndTorchsMessages) {
   EXPECT_EQ(InferViewSize("f", {2, -1}, 12), (std::vector<int64_t>{2, 6}));
   EXPECT_EQ(InferViewSize("f", {}, 1), (std::vector<int64_t>{}));
   EXPECT_EQ(InferViewSize("f", {0, 3}, 0), (std::vector<int64_t>{0, 3}));
-  EXPECT_EQ(Message([&] { InferViewSize("f", {}, 2); }), "f: shape '[]' is invalid for input of size 2");
-  EXPECT_EQ(Message([&] { InferViewSize("f", {-1, 0}, 0); }),
+  EXPECT_EQ(shimtest::ThrownMessage([&] { InferViewSize("f", {}, 2); }), "f: shape '[]' is invalid for input of size 2");
+  EXPECT_EQ(shimtest::ThrownMessage([&] { InferViewSize("f", {-1, 0}, 0); }),
             "f: cannot reshape tensor of 0 elements into shape [-1, 0] because the unspecified dimension size -1 "
             "can be any value and is ambiguous");
-  EXPECT_NE(Message([&] { InferViewSize("f", {1LL << 62, 8}, 8); }).find("overflows int64"), std::string::npos);
+  EXPECT_NE(shimtest::ThrownMessage([&] { InferViewSize("f", {1LL << 62, 8}, 8); }).find("overflows int64"), std::string::npos);
 }
 
 TEST(ComputeViewStrides, ViewsAndTheirAbsence) {
