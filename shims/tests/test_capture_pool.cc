@@ -233,5 +233,25 @@ TEST_F(CapturePoolTest, ConcurrentCapturesOnTheirOwnStreamsAndEagerFreesElsewher
   }
 }
 
+// The C ABI's argument checks and unknown pools, which need no GPU (they fail before any device call).
+TEST(CapturePoolAbi, RefusesBadArgumentsAndUnknownPoolsWithAClearError) {
+  int64_t pool = 0;
+  void* stream = reinterpret_cast<void*>(uintptr_t{0x33});
+  EXPECT_SHIM_ERROR(aotirt_capture_pool_begin(0, stream, nullptr), "aotirt_capture_pool_begin", "ret_pool is null");
+  EXPECT_SHIM_ERROR(aotirt_capture_pool_begin(0, nullptr, &pool), "aotirt_capture_pool_begin", "stream is null");
+  EXPECT_SHIM_ERROR(aotirt_capture_pool_end(987654), "aotirt_capture_pool_end", "no capture pool 987654");
+  EXPECT_SHIM_ERROR(aotirt_capture_pool_release(987654), "aotirt_capture_pool_release", "no capture pool 987654");
+  int64_t v[5];
+  int32_t n = -1;
+  EXPECT_SHIM_ERROR(aotirt_capture_pool_stats(987654, v, 5, nullptr), "aotirt_capture_pool_stats",
+                    "ret_count is null");
+  EXPECT_SHIM_ERROR(aotirt_capture_pool_stats(987654, nullptr, 5, &n), "aotirt_capture_pool_stats",
+                    "values is null or capacity < 0");
+  EXPECT_SHIM_ERROR(aotirt_capture_pool_stats(987654, v, -1, &n), "aotirt_capture_pool_stats",
+                    "values is null or capacity < 0");
+  EXPECT_SHIM_ERROR(aotirt_capture_pool_stats(987654, v, 5, &n), "aotirt_capture_pool_stats", "no capture pool");
+  EXPECT_EQ(n, -1);
+}
+
 }  // namespace
 }  // namespace aotirt
