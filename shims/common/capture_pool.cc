@@ -21,30 +21,48 @@ int64_t CapturePoolRegistry::Begin(const char* fn, int32_t device, void* stream)
 }
 
 void* CapturePoolRegistry::Allocate(const char* fn, int32_t device, void* stream, size_t nbytes) {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto s = serving_.find(stream);
-  if (s == serving_.end()) return nullptr;
-  Pool& p = pools_.at(s->second);
-  if (p.device != device) return nullptr;
   const size_t size = (nbytes + kAlignment - 1) / kAlignment * kAlignment;
-  // The smallest idle block that fits, unless it is over twice the size (a small tensor does not pin a large
-  // workspace's block that a later large allocation of the same capture would take).
-  auto it = p.idle.lower_bound(size);
-  if (it != p.idle.end() && it->first / 2 <= size) {
-    void* ptr = it->second;
-    p.idle.erase(it);
-    blocks_.at(ptr).live = true;
-    ++p.stats.live;
-    ++p.stats.allocations;
-    ++p.stats.reuses;
-    return ptr;
+  int64_t id = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto s = serving_.find(stream);
+    if (s == serving_.end()) return nullptr;
+    id = s->second;
+    Pool& p = pools_.at(id);
+    if (p.device != device) return nullptr;
+    // The smallest idle block that fits, unless it is over twice the size (a small tensor does not pin a large
+    // workspace's block that a later large allocation of the same capture would take).
+    auto it = p.idle.lower_bound(size);
+    if (it != p.idle.end() && it->first / 2 <= size) {
+      void* ptr = it->second;
+      p.idle.erase(it);
+      blocks_.at(ptr).live = true;
+      ++p.stats.live;
+      ++p.stats.allocations;
+      ++p.stats.reuses;
+      return ptr;
+    }
   }
-  // Reserve the bookkeeping first, so that a failure after the device allocation cannot leak it.
-  p.members.reserve(p.members.size() + 1);
-  blocks_.reserve(blocks_.size() + 1);
-  void* ptr = alloc_(fn, device, size);
-  p.members.insert(ptr);
-  blocks_[ptr] = Block{s->second, size, true};
+  // A new block is made without the lock: the backend waits for its side stream, and other threads' frees and
+  // captures go on meanwhile. Whatever happened in between (another allocation on this stream made its own block,
+  // the pool ended), the block is booked to its pool, unless another thread released the pool (the owner's
+  // misuse): then it goes back and the allocation fails.
+  void* ptr = alloc_(fn, device, size);  // throws with nothing booked
+  std::lock_guard<std::mutex> lock(mu_);
+  auto pit = pools_.find(id);
+  if (pit == pools_.end()) {
+    free_(device, ptr, nullptr);
+    throw ShimError(StrCat(fn, ": capture pool ", id, " was released while it allocated ", size, " bytes"));
+  }
+  Pool& p = pit->second;
+  try {
+    p.members.insert(ptr);
+    blocks_[ptr] = Block{id, size, true};
+  } catch (...) {  // out of host memory: give the block back and leave the books as they were
+    p.members.erase(ptr);
+    free_(device, ptr, nullptr);
+    throw;
+  }
   block_count_.fetch_add(1, std::memory_order_release);
   ++p.stats.blocks;
   p.stats.bytes += static_cast<int64_t>(size);

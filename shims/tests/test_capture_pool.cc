@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <chrono>
 #include <functional>
+#include <future>
 #include <map>
 #include <mutex>
 #include <string>
@@ -25,10 +27,17 @@ struct FakeDevice {
   std::vector<std::pair<void*, void*>> frees;  // (ptr, stream) in order
   int64_t allocs = 0;
   bool fail_next = false;
+  std::function<void()> during_alloc;  // runs inside the next allocation (the backend waiting for its stream)
 };
 FakeDevice g_dev;
 
 void* FakeAlloc(const char* fn, int32_t, size_t nbytes) {
+  std::function<void()> hook;
+  {
+    std::lock_guard<std::mutex> lock(g_dev.mu);
+    hook.swap(g_dev.during_alloc);
+  }
+  if (hook) hook();
   std::lock_guard<std::mutex> lock(g_dev.mu);
   if (g_dev.fail_next) {
     g_dev.fail_next = false;
@@ -55,6 +64,7 @@ class CapturePoolTest : public ::testing::Test {
     g_dev.frees.clear();
     g_dev.allocs = 0;
     g_dev.fail_next = false;
+    g_dev.during_alloc = nullptr;
   }
   void TearDown() override {
     std::lock_guard<std::mutex> lock(g_dev.mu);
@@ -198,6 +208,50 @@ TEST_F(CapturePoolTest, AFailedDeviceAllocationLeavesThePoolAsItWas) {
   EXPECT_NE(a, nullptr);
   reg.Free(a, s1);
   reg.Release("f", id);
+}
+
+// The device allocation of a new block waits for the backend's stream; other threads' frees and captures must not
+// wait for it (the registry's lock is not held across it).
+TEST_F(CapturePoolTest, OtherThreadsFreeAndAllocateWhileANewBlockIsMade) {
+  const int64_t id1 = reg.Begin("f", 0, s1);
+  const int64_t id2 = reg.Begin("f", 0, s2);
+  void* other = reg.Allocate("f", 0, s2, 64);
+  std::thread helper;
+  std::promise<void> done;
+  std::future<void> finished = done.get_future();
+  bool in_time = false;
+  void* during = nullptr;
+  g_dev.during_alloc = [&] {
+    helper = std::thread([&] {
+      reg.Free(other, s2);
+      during = reg.Allocate("f", 0, s2, 64);  // reuses `other`'s block
+      done.set_value();
+    });
+    in_time = finished.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
+  };
+  void* a = reg.Allocate("f", 0, s1, 4096);
+  helper.join();
+  EXPECT_TRUE(in_time) << "another thread's Free/Allocate waited for this thread's device allocation";
+  EXPECT_NE(a, nullptr);
+  EXPECT_EQ(during, other);
+  EXPECT_EQ(reg.Stats("f", id1).blocks, 1);
+  EXPECT_EQ(reg.Stats("f", id2).reuses, 1);
+  reg.Free(a, s1);
+  reg.Free(during, s2);
+  reg.Release("f", id1);
+  reg.Release("f", id2);
+}
+
+// A Release from another thread while the owner's capture makes a block (a misuse): the new block goes back and the
+// allocation fails with a clear error; nothing leaks.
+TEST_F(CapturePoolTest, APoolReleasedDuringItsAllocationGivesTheBlockBack) {
+  const int64_t id = reg.Begin("f", 0, s1);
+  g_dev.during_alloc = [&] { std::thread([&] { reg.Release("f", id); }).join(); };
+  EXPECT_NE(shimtest::ThrownMessage([&] { reg.Allocate("aoti_torch_empty_strided", 0, s1, 64); })
+                .find("was released while it allocated 512 bytes"),
+            std::string::npos);
+  EXPECT_FALSE(reg.HoldsBlocks());
+  EXPECT_FALSE(reg.Serving());
 }
 
 TEST_F(CapturePoolTest, ConcurrentCapturesOnTheirOwnStreamsAndEagerFreesElsewhere) {
