@@ -406,6 +406,46 @@ def profile_decode(dec: Decoder, base: str, model: nn.Module) -> dict:
     return out
 
 
+def kernel_configs(names: list, cache_dir: str | None, since: float, copy_to: str | None = None) -> dict:
+    """For the Triton kernels among `names` (a profile's top kernels), the Inductor sources in the cache that define
+    them and the launch config autotuning chose (the `.best_config` beside each): {name: [{file, new, best_config}]},
+    `new` when written since `since` (this variant's compile; an older one is a source another variant compiled
+    first, shared), so two variants' versions of a kernel can be compared. The sources are copied under copy_to
+    when given. {} without a cache directory."""
+    import glob
+    import shutil
+
+    if not cache_dir or not os.path.isdir(cache_dir):
+        return {}
+    wanted = {n for n in names if n.startswith("triton_")}
+    found: dict = {}
+    for path in glob.glob(os.path.join(cache_dir, "**", "*.py"), recursive=True):
+        try:
+            new = os.path.getmtime(path) >= since
+            with open(path, errors="replace") as fh:
+                src = fh.read()
+        except OSError:
+            continue
+        for name in wanted:
+            if f"def {name}(" not in src:
+                continue
+            best = os.path.splitext(path)[0] + ".best_config"
+            cfg = None
+            if os.path.exists(best):
+                with open(best) as fh:
+                    try:
+                        cfg = json.load(fh)
+                    except ValueError:
+                        cfg = None
+            if isinstance(cfg, dict):  # the launch parameters, not the bookkeeping (hashes, timings)
+                cfg = {k: v for k, v in cfg.items() if k.isupper() or k in ("num_warps", "num_stages")}
+            found.setdefault(name, []).append({"file": os.path.basename(path), "new": new, "best_config": cfg})
+            if copy_to:
+                os.makedirs(copy_to, exist_ok=True)
+                shutil.copy(path, os.path.join(copy_to, os.path.basename(path)))
+    return found
+
+
 def compare(ref: dict, free: dict, forced: dict) -> dict:
     """Free-running tokens vs eager's, and the teacher-forced argmax agreement with eager's margins."""
     rt, ft = ref["tokens"], free["tokens"]
@@ -739,6 +779,7 @@ def main(argv: list | None = None) -> int:
             before = device_used_mb()
             torch.cuda.reset_peak_memory_stats()
             t0 = time.perf_counter()
+            t_start = time.time() - 1.0  # file mtimes: the sources this variant's compile wrote
             try:
                 bufs = make_bufs(c, prompt, a.new, dtype)
                 int4 = v in INT4_VARIANTS
@@ -771,6 +812,10 @@ def main(argv: list | None = None) -> int:
                 row.update(time_generate(dec, a.new, a.repeats))
                 if a.profile:
                     row["profile"] = profile_decode(dec, base, m_)
+                    row["kernel_configs"] = kernel_configs(
+                        [k["name"] for k in row["profile"]["step"]["top_kernels"]],
+                        os.environ.get("TORCHINDUCTOR_CACHE_DIR"), t_start,
+                        os.path.join(os.path.dirname(os.path.abspath(json_path)), "decode_kernels", v))
                     say(f"{v}: profile of a decode step: {json.dumps(row['profile'])}")
                 torch.cuda.synchronize()
                 row["device_mb"] = device_used_mb() - before

@@ -238,3 +238,31 @@ def test_graph_note_counts_the_decode_graphs_memory_nodes():
     assert decode._graph_note(row) == "decode graph: 317 kernels, 260 memory nodes, 0 memsets; "
     assert decode._graph_note({}) == ""
     assert "aotirt_pool" in decode.VARIANTS and decode.AOTIRT_OPTIONS["aotirt_pool"] == {}
+
+
+def test_kernel_configs_find_a_profiled_kernels_sources_and_chosen_launch_config(tmp_path):
+    import json
+    import os
+    import time
+
+    d = tmp_path / "inductor" / "ab"
+    d.mkdir(parents=True)
+    old = d / "cold.py"
+    old.write_text("def triton_red_fused_mm_mul_silu_3(in_ptr0, out_ptr0):\n    pass\n")
+    os.utime(old, (time.time() - 100, time.time() - 100))
+    fresh = d / "cnew.py"
+    fresh.write_text("@triton.jit\ndef triton_red_fused_mm_mul_silu_3(in_ptr0):\n    pass\n"
+                     "def triton_poi_fused_add_1(x):\n    pass\n")
+    (d / "cnew.best_config").write_text(json.dumps({"XBLOCK": 1, "R0_BLOCK": 2048, "num_warps": 16,
+                                                    "num_stages": 1, "configs_hash": "x", "found_by_coordesc": True}))
+    (d / "other.py").write_text("def triton_per_fused_unrelated_0(x):\n    pass\n")
+    got = decode.kernel_configs(["triton_red_fused_mm_mul_silu_3", "triton_poi_fused_add_1", "void at::sdpa",
+                                 "triton_missing_9"], str(tmp_path / "inductor"), time.time() - 10,
+                                copy_to=str(tmp_path / "copy"))
+    assert set(got) == {"triton_red_fused_mm_mul_silu_3", "triton_poi_fused_add_1"}
+    by_file = {e["file"]: e for e in got["triton_red_fused_mm_mul_silu_3"]}
+    assert by_file["cnew.py"] == {"file": "cnew.py", "new": True,
+                                  "best_config": {"XBLOCK": 1, "R0_BLOCK": 2048, "num_warps": 16, "num_stages": 1}}
+    assert by_file["cold.py"] == {"file": "cold.py", "new": False, "best_config": None}
+    assert sorted(os.listdir(tmp_path / "copy")) == ["cnew.py", "cold.py"]
+    assert decode.kernel_configs(["triton_x"], None, 0.0) == {}
