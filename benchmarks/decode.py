@@ -398,6 +398,15 @@ def profile_decode(dec: Decoder, base: str, model: nn.Module) -> dict:
     tok = torch.zeros(bufs["ids_d"].shape[0], dtype=torch.int64, device=bufs["ids_d"].device)
     bufs["pos_d"].fill_(bufs["ids_p"].shape[1])
     out = {"step": profile_calls(lambda: decode_step(dec, tok), top=12)}
+    # The host's ms per call of the step alone (no token copy, argmax or position update around it): 32 calls
+    # queued back to back, then one wait; with host_ms_per_token this splits the loop's host time.
+    dec.step()
+    torch.cuda.synchronize()
+    h0 = time.perf_counter()
+    for _ in range(32):
+        dec.step()
+    out["host_ms_per_step_call"] = (time.perf_counter() - h0) * 1e3 / 32
+    torch.cuda.synchronize()
     if base != "torch_compile" and base != "eager_graph":
         args = lambda: [bufs["ids_d"], bufs["pos_d"], *bufs["caches"]]  # noqa: E731
         fn = ((lambda: dec.runners["decode"].run_list(args())) if base.startswith("aotirt")
@@ -675,6 +684,9 @@ def markdown(result: dict) -> str:
         launch = {a["name"]: a["ms_per_call"] for a in (step or {}).get("host_api", [])}.get("cudaGraphLaunch")
         if launch is not None:  # the host's time in the replay's launch (profile_calls' CUDA API times)
             busy += f"; host in cudaGraphLaunch {launch:.3f}"
+        per_call = (r.get("profile") or {}).get("host_ms_per_step_call")
+        if per_call is not None:  # the host's time in the step call alone (no copy/argmax around it)
+            busy += f"; host per step call {per_call:.3f}"
         lines.append(f"| {r['variant']} | {_f(r['ttft_ms'])} | {_f(r['decode_ms_per_token'])} | "
                      f"{_f(r.get('host_ms_per_token'))} | {busy} | {_f(r['decode_tokens_per_s'], '{:.0f}')} | {_f(rel, '{:.2f}x')} | {ident} | {forced} | "
                      f"{_f(cmp_.get('forced_max_abs_logit_diff'), '{:.3f}')} | {_f(r.get('compile_s'), '{:.0f}')} | "

@@ -99,6 +99,8 @@ def test_markdown_rows_and_errors():
     row["profile"]["step"]["host_api"] = [{"name": "cudaGraphLaunch", "per_call": 1.0, "ms_per_call": 0.0625},
                                           {"name": "cudaEventRecord", "per_call": 1.0, "ms_per_call": 0.001}]
     assert "| 0.125 | 0.400, 81; host in cudaGraphLaunch 0.062 | 2000 |" in decode.markdown(res)
+    row["profile"]["host_ms_per_step_call"] = 0.05
+    assert "| 0.400, 81; host in cudaGraphLaunch 0.062; host per step call 0.050 | 2000 |" in decode.markdown(res)
     assert "| eager | 3.000 | 1.000 | - | - | 1000 | 0.62x | reference |" in md
     assert "| eager_graph | - |" in md and "RuntimeError: boom" in md
     assert "1.00e-06" in md
