@@ -31,7 +31,7 @@ import tempfile
 import zipfile
 from typing import Any, Callable, List, Sequence
 
-from aotirt import lowering, package, platforms, specs
+from aotirt import lowering, moe, package, platforms, specs
 from aotirt.device import parse_device
 from aotirt.errors import ExecuTorchError, LoweringError, SpecError
 from aotirt.progress import ensure_progress_visible, log
@@ -163,6 +163,7 @@ def _lower_to_payload(edge_program: Any, opts: CompileOptions, device_index: int
     with lowering.lowering_context(torch, opts, device_index):
         ep = move_to_device_pass(edge_program, f"cuda:{device_index}")
         ReplaceViewCopyWithViewPass()(ep.graph_module)
+        moe.rewrite_grouped_mm_fallback(torch, ep)
         lowering.preflight(torch, ep, opts, key, target, device_index)
         lowering.rewrite_attention(torch, ep, opts)
         configs[specs.METADATA_KEY] = {**configs[specs.METADATA_KEY],

@@ -12,7 +12,7 @@ import tempfile
 import time
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
-from aotirt import package, platforms
+from aotirt import moe, package, platforms
 from aotirt.device import parse_device
 from aotirt.errors import LoweringError, SpecError, UnsupportedShimError
 from aotirt.progress import Heartbeat, ensure_progress_visible, log
@@ -477,6 +477,7 @@ def compile(model_or_exported_program: Any, example_inputs: Sequence[Any], packa
         else:
             raise LoweringError(f"aotirt.compile takes a torch.nn.Module or torch.export.ExportedProgram, got "
                                 f"{type(model_or_exported_program).__name__}")
+        moe.rewrite_grouped_mm_fallback(torch, ep)  # transformers' non-bf16 experts: no libtorch fallback
         preflight(torch, ep, opts, key, target, device_index)
         rewrite_attention(torch, ep, opts)
 
