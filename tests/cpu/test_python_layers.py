@@ -23,7 +23,7 @@ LAYERS = [
     ["specs"],
     ["runtime"],
     ["graphs"],
-    ["triton_attention"],                          # attention_backend TRITON: the kernel and the graph rewrite
+    ["triton_attention", "moe"],                   # graph rewrites before Inductor: TRITON attention, MoE experts
     ["lowering"],                                  # one candidate
     ["auto"],                                      # AUTO: handed lowering.compile
     ["api"],                                       # aotirt.compile: the dispatch between lowering and auto
