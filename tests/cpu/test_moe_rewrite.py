@@ -150,3 +150,7 @@ def test_malformed_calls_are_refused_with_a_lowering_error():
     ep = torch.export.export(WithOffsets(), (torch.randn(10, 8), torch.tensor([3, 7], dtype=torch.int32)))
     with pytest.raises(LoweringError, match="3 experts, 2 offsets"):
         moe.rewrite_grouped_mm_fallback(torch, ep)
+    ep = torch.export.export(WithOffsets(), (torch.randn(10, 8), torch.tensor([3, 3, 7], dtype=torch.int32)))
+    del moe.fallback_nodes(ep.graph)[0].args[0].meta["val"]
+    with pytest.raises(LoweringError, match="without recorded shapes"):
+        moe.rewrite_grouped_mm_fallback(torch, ep)
