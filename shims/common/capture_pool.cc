@@ -50,7 +50,7 @@ void* CapturePoolRegistry::Allocate(const char* fn, int32_t device, void* stream
   void* ptr = alloc_(fn, device, size);  // throws with nothing booked
   std::lock_guard<std::mutex> lock(mu_);
   auto pit = pools_.find(id);
-  if (pit == pools_.end()) {
+  if (pit == pools_.end() || !pit->second.owned) {  // released (erased, or kept for its live blocks)
     free_(device, ptr, nullptr);
     throw ShimError(StrCat(fn, ": capture pool ", id, " was released while it allocated ", size, " bytes"));
   }

@@ -252,6 +252,16 @@ TEST_F(CapturePoolTest, APoolReleasedDuringItsAllocationGivesTheBlockBack) {
             std::string::npos);
   EXPECT_FALSE(reg.HoldsBlocks());
   EXPECT_FALSE(reg.Serving());
+  // Released while one of its blocks is still live (an output a caller holds): the pool is kept for that block,
+  // but the new one still goes back.
+  const int64_t kept = reg.Begin("f", 0, s1);
+  void* out = reg.Allocate("f", 0, s1, 64);
+  g_dev.during_alloc = [&] { std::thread([&] { reg.Release("f", kept); }).join(); };
+  EXPECT_NE(shimtest::ThrownMessage([&] { reg.Allocate("f", 0, s1, 1024); }).find("was released while it allocated"),
+            std::string::npos);
+  EXPECT_EQ(reg.Stats("f", kept).blocks, 1);
+  EXPECT_TRUE(reg.Free(out, s1));
+  EXPECT_FALSE(reg.HoldsBlocks());
 }
 
 TEST_F(CapturePoolTest, ConcurrentCapturesOnTheirOwnStreamsAndEagerFreesElsewhere) {
