@@ -54,6 +54,7 @@ def rewrite_grouped_mm_fallback(torch, ep) -> int:
     graph = ep.graph_module.graph
     nodes = fallback_nodes(graph)
     aten = torch.ops.aten
+    checked = []  # every call is checked before any is rewritten: a refusal leaves the program as it was
     for node in nodes:
         x, w, offs = _arguments(node)
         xv, wv, ov = (getattr(a, "meta", {}).get("val") for a in (x, w, offs))
@@ -68,6 +69,8 @@ def rewrite_grouped_mm_fallback(torch, ep) -> int:
         if isinstance(ov.shape[0], int) and ov.shape[0] != experts:
             raise LoweringError(f"{node.name}: {FALLBACK_OP} takes one integer offs per expert: {experts} experts, "
                                 f"{ov.shape[0]} offsets")
+        checked.append((node, x, w, offs, xv, wv, ov, experts))
+    for node, x, w, offs, xv, wv, ov, experts in checked:
         fake_mode = xv.fake_mode
         keep = {k: node.meta[k] for k in ("stack_trace", "nn_module_stack", "source_fn_stack") if k in node.meta}
 

@@ -154,3 +154,40 @@ def test_malformed_calls_are_refused_with_a_lowering_error():
     del moe.fallback_nodes(ep.graph)[0].args[0].meta["val"]
     with pytest.raises(LoweringError, match="without recorded shapes"):
         moe.rewrite_grouped_mm_fallback(torch, ep)
+
+
+class WeightAsInput(torch.nn.Module):
+    def forward(self, x, w, offs):
+        return torch.ops.transformers.grouped_mm_fallback(x, w, offs)
+
+
+def test_a_symbolic_expert_count_is_refused_with_a_lowering_error():
+    experts = torch.export.Dim("experts", min=2, max=16)
+    ep = torch.export.export(WeightAsInput(), (torch.randn(10, 8), torch.randn(3, 8, 5),
+                                               torch.tensor([3, 3, 7], dtype=torch.int32)),
+                             dynamic_shapes=(None, {0: experts}, {0: experts}))
+    assert len(moe.fallback_nodes(ep.graph)) == 1
+    before = str(ep.graph)
+    with pytest.raises(LoweringError, match="symbolic expert count"):
+        moe.rewrite_grouped_mm_fallback(torch, ep)
+    assert str(ep.graph) == before  # nothing half-rewritten
+
+
+class TwoCalls(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(3, 8, 5))
+
+    def forward(self, x, offs, bad_offs):
+        return torch.ops.transformers.grouped_mm_fallback(x, self.w, offs) + \
+            torch.ops.transformers.grouped_mm_fallback(x, self.w, bad_offs)
+
+
+def test_a_refused_call_leaves_the_calls_before_it_unrewritten():
+    ep = torch.export.export(TwoCalls(), (torch.randn(10, 8), torch.tensor([3, 3, 7], dtype=torch.int32),
+                                          torch.tensor([3, 7], dtype=torch.int32)))
+    assert len(moe.fallback_nodes(ep.graph)) == 2
+    before = str(ep.graph)
+    with pytest.raises(LoweringError, match="3 experts, 2 offsets"):
+        moe.rewrite_grouped_mm_fallback(torch, ep)
+    assert str(ep.graph) == before
