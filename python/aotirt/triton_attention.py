@@ -26,7 +26,7 @@ MAX_HEAD_DIM = 256
 DTYPES = ("float16", "bfloat16", "float32")
 # (BLOCK_M, BLOCK_N, num_warps, num_stages) candidates; _configs_for drops those that would spill the fp32
 # accumulator or overflow shared memory for the head dims and dtype at hand.
-CANDIDATE_CONFIGS = ((128, 64, 8, 3), (128, 32, 8, 2), (64, 64, 4, 3), (64, 32, 4, 2), (32, 64, 4, 2),
+CANDIDATE_CONFIGS = ((128, 128, 8, 2), (128, 64, 8, 3), (128, 32, 8, 2), (64, 64, 4, 3), (64, 32, 4, 2), (32, 64, 4, 2),
                      (32, 32, 4, 2), (16, 32, 4, 2))
 SMEM_BUDGET_BYTES = 160 * 1024  # below the 227 KiB of sm_90 and the 160 KiB of sm_80 / MI300 per block
 MASK_NONE, MASK_BOOL, MASK_ADD = 0, 1, 2
@@ -53,88 +53,11 @@ def config_candidates(block_d: int, block_dv: int, elem_bytes: int) -> list:
 
 @functools.lru_cache(maxsize=None)
 def _kernels():
-    """The jitted kernel (triton imported here, on first use)."""
+    """(triton, the jitted kernel): triton imported here, on first use (aotirt.triton_attention_kernels)."""
     import triton
-    import triton.language as tl
 
-    # Lengths and head counts vary per call site; specializing on them (divisible by 16, == 1) would only multiply
-    # the compiled variants.
-    @triton.jit(do_not_specialize=["H", "G", "Lq", "Lk"])
-    def sdpa_fwd(Q, K, V, O, M,
-                 sqb, sqh, sqm, sqd, skb, skh, skn, skd, svb, svh, svn, svd, sob, soh, som, sod,
-                 smb, smh, smm, smn,
-                 H, G, Lq, Lk, qk_scale,
-                 D: tl.constexpr, DV: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_DV: tl.constexpr,
-                 MASK_KIND: tl.constexpr, CAUSAL: tl.constexpr, IEEE: tl.constexpr,
-                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
-        pid = tl.program_id(0)
-        num_m = tl.cdiv(Lq, BLOCK_M)
-        pid_m = pid % num_m
-        bh = pid // num_m
-        b = (bh // H).to(tl.int64)
-        h = bh % H
-        hk = (h // G).to(tl.int64)
-        h = h.to(tl.int64)
-        offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-        offs_d = tl.arange(0, BLOCK_D)
-        offs_dv = tl.arange(0, BLOCK_DV)
-        m_ok = offs_m < Lq
-        q = tl.load(Q + b * sqb + h * sqh + offs_m[:, None].to(tl.int64) * sqm + offs_d[None, :] * sqd,
-                    mask=m_ok[:, None] & (offs_d[None, :] < D), other=0.0)
-        k_base = K + b * skb + hk * skh
-        v_base = V + b * svb + hk * svh
-        m_base = M + b * smb + h * smh
-        m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
-        l_i = tl.zeros([BLOCK_M], tl.float32)
-        acc = tl.zeros([BLOCK_M, BLOCK_DV], tl.float32)
-        hi = Lk
-        if CAUSAL:
-            hi = tl.minimum(Lk, (pid_m + 1) * BLOCK_M)
-        for start in range(0, hi, BLOCK_N):
-            offs_n = start + tl.arange(0, BLOCK_N)
-            n_ok = offs_n < Lk
-            kt = tl.load(k_base + offs_n[None, :].to(tl.int64) * skn + offs_d[:, None] * skd,
-                         mask=n_ok[None, :] & (offs_d[:, None] < D), other=0.0)
-            if IEEE:
-                s = tl.dot(q, kt, input_precision="ieee")
-            else:
-                s = tl.dot(q, kt)
-            # log2 domain: qk_scale = scale * log2(e). Inductor's launcher types the Python float fp64, hence the
-            # cast; not qk_scale.to(): Inductor's mutation analysis runs this body with a Python float, and where
-            # that analysis fails it takes every tensor argument as written and copies the mask view back into the
-            # caller's mask (seen on the H200; test_e2e_attention_gpu checks the inputs are left unchanged)
-            s = (s * qk_scale).to(tl.float32)
-            valid = n_ok[None, :] & m_ok[:, None]
-            if CAUSAL:
-                valid = valid & (offs_n[None, :] <= offs_m[:, None])
-            if MASK_KIND == 1:
-                mk = tl.load(m_base + offs_m[:, None].to(tl.int64) * smm + offs_n[None, :].to(tl.int64) * smn,
-                             mask=m_ok[:, None] & n_ok[None, :], other=0)
-                valid = valid & (mk != 0)
-            if MASK_KIND == 2:
-                bias = tl.load(m_base + offs_m[:, None].to(tl.int64) * smm + offs_n[None, :].to(tl.int64) * smn,
-                               mask=m_ok[:, None] & n_ok[None, :], other=0.0)
-                s = s + bias.to(tl.float32) * 1.4426950408889634
-            s = tl.where(valid, s, float("-inf"))
-            m_new = tl.maximum(m_i, tl.max(s, 1))
-            m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)  # a row with nothing to attend so far
-            p = tl.exp2(s - m_safe[:, None])
-            alpha = tl.exp2(m_i - m_safe)
-            l_i = l_i * alpha + tl.sum(p, 1)
-            v = tl.load(v_base + offs_n[:, None].to(tl.int64) * svn + offs_dv[None, :] * svd,
-                        mask=n_ok[:, None] & (offs_dv[None, :] < DV), other=0.0)
-            if IEEE:
-                acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision="ieee")
-            else:
-                acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
-            m_i = m_new
-        l_safe = tl.where(l_i == 0.0, 1.0, l_i)
-        out = acc / l_safe[:, None]
-        out = tl.where((l_i == 0.0)[:, None], 0.0, out)  # no key attended: 0, as torch's _safe_softmax
-        tl.store(O + b * sob + h * soh + offs_m[:, None].to(tl.int64) * som + offs_dv[None, :] * sod,
-                 out.to(O.dtype.element_ty), mask=m_ok[:, None] & (offs_dv[None, :] < DV))
-
-    return triton, sdpa_fwd
+    from aotirt import triton_attention_kernels
+    return triton, triton_attention_kernels.sdpa_fwd
 
 
 @functools.lru_cache(maxsize=None)
