@@ -59,4 +59,13 @@ if ! "$VPY" -c "import importlib.metadata as m, sys; sys.exit(m.version('executo
   echo "$TORCH_PIN" > "$VENV/.aotirt-torch-constraint.txt"
   "$VPY" -m pip install -q -c "$VENV/.aotirt-torch-constraint.txt" "$ET_REQ"
 fi
+# Triton for its CPU interpreter, apart from the venv's packages (tools/requirements-interp.txt says why).
+INTERP="$VENV/triton-interp"
+INTERP_REQ="$(grep -E '^triton==' "$ROOT/tools/requirements-interp.txt")"
+if [[ "$(cat "$INTERP/.aotirt-req" 2>/dev/null)" != "$INTERP_REQ" ]]; then
+  log "venv: installing $INTERP_REQ into $INTERP (Triton's interpreter, for the CPU kernel tests)"
+  rm -rf "$INTERP"
+  "$VPY" -m pip install -q --no-deps --target "$INTERP" "$INTERP_REQ"
+  echo "$INTERP_REQ" > "$INTERP/.aotirt-req"
+fi
 log "ok: $("$VPY" -c 'import torch, pybind11; print("torch", torch.__version__, "pybind11", pybind11.__version__)'), executorch $("$VPY" -c 'import importlib.metadata as m; print(m.version("executorch"))')"
