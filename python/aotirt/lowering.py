@@ -252,10 +252,13 @@ def scratch_for_the_grid(lines: list) -> list:
     persistent TMA matmuls) is per CTA: the kernel writes at pid * size. torch 2.11's C++ wrapper sizes the buffer for
     one CTA, so every other CTA writes past it (an illegal address on our runtime; silent corruption inside a caching
     allocator's block); torch 2.13 allocates size * grid. Given the C++ lines of an older cpp_scratch, this returns
-    them sized as the newer ones are (lines already sized by the grid come back as they are). A first line of another
+    them sized as the newer ones are (lines already sized by the grid, and the null pointer of a kernel that needs no
+    scratch, come back as they are). A first line of another
     form raises LoweringError: leaving it as it is would compile the out-of-bounds writes in silently."""
     if not lines or "grid_0" in lines[0]:
         return lines
+    if len(lines) == 1 and re.fullmatch(r"\s*CUdeviceptr \w+ = 0;\s*", lines[0]):
+        return lines  # the kernel needs no scratch (torch passes a null pointer): nothing to size
     first, n = re.subn(r"^(\s*int64_t \w+_size\[\] = \{)(.+)(\};\s*)$",
                        r"\1static_cast<int64_t>(\2) * grid_0 * grid_1 * grid_2\3", lines[0])
     if n != 1:

@@ -390,6 +390,13 @@ def test_triton_scratch_is_sized_for_every_cta_of_the_grid():
     new = ["int64_t s_size[] = {static_cast<int64_t>(64) * grid_0 * grid_1 * grid_2};", "x"]
     assert lowering.scratch_for_the_grid(new) == new
     assert lowering.scratch_for_the_grid([]) == []
+    # a kernel that needs no scratch: torch's one line for it (every AOTI compile on the GPU has such kernels)
+    assert lowering.scratch_for_the_grid(["CUdeviceptr global_scratch_scratch_9 = 0;"]) == [
+        "CUdeviceptr global_scratch_scratch_9 = 0;"]
+    assert lowering.scratch_for_the_grid(["CUdeviceptr profile_scratch_scratch_5 = 0;"]) == [
+        "CUdeviceptr profile_scratch_scratch_5 = 0;"]
+    with pytest.raises(aotirt.LoweringError, match="unexpected wrapper line"):
+        lowering.scratch_for_the_grid(["CUdeviceptr s = 0;", "more();"])  # not the one-line form
     sym = lowering.scratch_for_the_grid(["int64_t s_size[] = {16L*s0};"])  # an expression is wrapped whole
     assert sym == ["int64_t s_size[] = {static_cast<int64_t>(16L*s0) * grid_0 * grid_1 * grid_2};"], sym
     with pytest.raises(aotirt.LoweringError, match="cannot size this torch's Triton scratch"):
@@ -403,6 +410,10 @@ def test_triton_scratch_is_sized_for_every_cta_of_the_grid():
         lines, var = CUDADeviceOpOverrides().cpp_scratch(7, workspace=ws, prefix="global_scratch")
         assert "256" in lines[0] and "grid_0 * grid_1 * grid_2" in lines[0], lines
         assert var == "global_scratch_scratch_7"
+        # a kernel that needs no scratch (most of them): this torch's null-pointer line passes unchanged
+        none = TritonScratchWorkspace(size=0, generate_dtype_str=lambda: "cached_torch_dtype_uint8")
+        lines, _ = CUDADeviceOpOverrides().cpp_scratch(8, workspace=none, prefix="global_scratch")
+        assert lines == ["CUdeviceptr global_scratch_scratch_8 = 0;"], lines
     assert CUDADeviceOpOverrides.__dict__["cpp_scratch"] is before
 
 
