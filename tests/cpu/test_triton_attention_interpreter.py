@@ -52,3 +52,10 @@ def test_the_runner_refuses_to_run_without_the_interpreter():
     r = subprocess.run([sys.executable, os.path.join(HERE, "triton_interpreter_cases.py"), "1", "1"], env=env,
                        capture_output=True, text=True, timeout=60)
     assert r.returncode != 0 and "TRITON_INTERPRET=1" in r.stderr
+
+
+def test_inductor_sees_only_the_output_written_and_embeds_the_called_functions(interpreter):
+    env = {k: v for k, v in interpreter.items() if k != "TRITON_INTERPRET"}  # compiled to TTIR, not interpreted
+    r = subprocess.run([sys.executable, os.path.join(HERE, "triton_kernel_analysis.py")], env=env,
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout[-3000:] + r.stderr[-3000:]
