@@ -24,10 +24,10 @@ SCHEMA = ("(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, bool
           "bool enable_gqa=False) -> Tensor")
 MAX_HEAD_DIM = 256
 DTYPES = ("float16", "bfloat16", "float32")
-# (BLOCK_M, BLOCK_N, num_warps, num_stages) candidates; _configs_for drops those that would spill the fp32
+# (BLOCK_M, BLOCK_N, num_warps, num_stages) candidates; config_candidates drops those that would spill the fp32
 # accumulator or overflow shared memory for the head dims and dtype at hand.
-CANDIDATE_CONFIGS = ((128, 128, 8, 2), (128, 64, 8, 3), (128, 32, 8, 2), (64, 64, 4, 3), (64, 32, 4, 2), (32, 64, 4, 2),
-                     (32, 32, 4, 2), (16, 32, 4, 2))
+CANDIDATE_CONFIGS = ((128, 128, 8, 2), (128, 64, 8, 3), (128, 32, 8, 2), (64, 64, 4, 3), (64, 32, 4, 2),
+                     (32, 64, 4, 2), (32, 32, 4, 2), (16, 32, 4, 2))
 SMEM_BUDGET_BYTES = 160 * 1024  # below the 227 KiB of sm_90 and the 160 KiB of sm_80 / MI300 per block
 MASK_NONE, MASK_BOOL, MASK_ADD = 0, 1, 2
 
