@@ -73,11 +73,12 @@ AOTIRT_OPTIONS = {"aotirt": {}, "aotirt_dyn": {}, "aotirt_at": {"max_autotune_ge
                   # without coordinate descent tuning (on by default with max_autotune, as in torch.compile's
                   # max-autotune mode; with it the decode step's one-row matmuls become fused reductions)
                   "aotirt_nocdt": {"coordinate_descent_tuning": False},
-                  # the same packages as "aotirt", captured with the capture pool (AOTIRT_CAPTURE_POOL=1): the
-                  # graphs then hold no memory node for the allocations the shims make while capturing
-                  "aotirt_pool": {}}
+                  # the same packages as "aotirt", captured without the capture pool (AOTIRT_CAPTURE_POOL=0; the
+                  # pool is on by default): the graphs then hold a memory node for each allocation the shims make
+                  # while capturing
+                  "aotirt_nopool": {}}
 DYNAMIC = ("aotirt_dyn",)  # one package with a dynamic token count instead of two
-POOL = ("aotirt_pool",)
+NOPOOL = ("aotirt_nopool",)
 # Weight-only int4 (group-quantized, torch's packed layout, aten._weight_int4pack_mm): eager_int4 is their reference
 INT4_VARIANTS = ("eager_int4", "torch_compile_int4", "aotirt_int4")
 VARIANTS = ("eager", "eager_graph", "torch_compile") + tuple(AOTIRT_OPTIONS) + INT4_VARIANTS
@@ -565,7 +566,7 @@ def package_key(cfg: dict, dtype: torch.dtype, opts) -> str:
 
 
 def aotirt_decoder(model, bufs, work: str, cache_dir: str | None = None, options: dict | None = None,
-                   capture_pool: bool = False,
+                   capture_pool: bool = True,
                    dynamic: bool = False) -> tuple:
     """The aotirt runtime's prefill and decode step, lowered with CompileOptions(**options) (empty: the platform's
     default spec): two packages (prefill T=prompt, decode T=1), or with `dynamic` one package whose token count is
@@ -806,9 +807,9 @@ def main(argv: list | None = None) -> int:
                 elif base == "torch_compile":
                     dec = torch_compile_decoder(m_, bufs)
                 else:
-                    # aotirt_pool captures the packages aotirt compiled (same options) when they are in `work`
-                    dec, info = aotirt_decoder(m_, bufs, work, a.cache_dir or (work if base in POOL else None),
-                                               AOTIRT_OPTIONS[base], capture_pool=base in POOL,
+                    # aotirt_nopool captures the packages aotirt compiled (same options) when they are in `work`
+                    dec, info = aotirt_decoder(m_, bufs, work, a.cache_dir or (work if base in NOPOOL else None),
+                                               AOTIRT_OPTIONS[base], capture_pool=base not in NOPOOL,
                                                dynamic=base in DYNAMIC)
                     row.update(info)
                 row["compile_s"] = round(time.perf_counter() - t0, 1)
@@ -834,7 +835,7 @@ def main(argv: list | None = None) -> int:
                 row["torch_peak_alloc_mb"] = torch.cuda.max_memory_allocated() / 2**20
                 if base.startswith("aotirt"):
                     row["notes"] = ("int4 weights; " if int4 else "") + (
-                        "capture pool on; " if base in POOL else "") + _graph_note(row) + (
+                        "capture pool off; " if base in NOPOOL else "") + _graph_note(row) + (
                         "one package, dynamic token count; " if base in DYNAMIC else
                         "two packages, one copy of the weights (shared); "
                         if row.get("decode_shares_prefill_constants") is True else

@@ -83,9 +83,9 @@ class CapturedRunner:
     def graph_stats(self) -> dict:
         """What the captured graph holds, counted at capture: its nodes by type ("kernels", "mem_allocs",
         "mem_frees", "memsets", "memcpys", "other_nodes") and its capture pool ("pooled"; "pool_blocks",
-        "pool_bytes", "pool_allocations", "pool_reuses"). With the pool (AOTIRT_CAPTURE_POOL=1 at capture; off by
-        default until its GPU tests have run) the shims' allocations come from blocks made outside the graph, which
-        then holds no memory nodes; without it each allocation is a memory node of the graph."""
+        "pool_bytes", "pool_allocations", "pool_reuses"). With the pool (the default; AOTIRT_CAPTURE_POOL=0 at capture
+        turns it off) the shims' allocations come from blocks made outside the graph, which then holds no memory
+        nodes; without it each allocation is a memory node of the graph."""
         return dict(self._graph.stats)
 
     def _replay_torch(self, torch: Any, inputs: list) -> list | None:

@@ -3,7 +3,7 @@
 // no memory nodes. Replaying a graph whose capture allocated with cudaMallocAsync costs host time per memory node
 // (benchmarks/graph_launch.py); a graph over pool memory is launched like a graph of its kernels only.
 //
-// Life of a pool (CapturedModel drives it when AOTIRT_CAPTURE_POOL=1, backends/cuda/runtime/graph.cc):
+// Life of a pool (CapturedModel drives it unless AOTIRT_CAPTURE_POOL=0, backends/cuda/runtime/graph.cc):
 //   Begin(device, stream)  the stream is served: the shims' stream-ordered Allocate on it takes a pool block.
 //                          A block freed while serving goes back to the pool and a later allocation of the same
 //                          capture may take it: the capture is ordered on its stream, so the graph orders the reuse

@@ -239,7 +239,7 @@ def test_graph_note_counts_the_decode_graphs_memory_nodes():
     row = {"decode_graph": {"kernels": 317, "mem_allocs": 130, "mem_frees": 130, "memsets": 0, "pooled": False}}
     assert decode._graph_note(row) == "decode graph: 317 kernels, 260 memory nodes, 0 memsets; "
     assert decode._graph_note({}) == ""
-    assert "aotirt_pool" in decode.VARIANTS and decode.AOTIRT_OPTIONS["aotirt_pool"] == {}
+    assert "aotirt_nopool" in decode.VARIANTS and decode.AOTIRT_OPTIONS["aotirt_nopool"] == {}
 
 
 def test_kernel_configs_find_a_profiled_kernels_sources_and_chosen_launch_config(tmp_path):

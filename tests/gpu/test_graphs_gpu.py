@@ -144,27 +144,32 @@ def test_alias_inputs_reads_the_callers_tensors_and_copies_only_others():
 @requires_gpu
 @pytest.mark.parametrize("name,dtype_name", [("attn", "bfloat16"), ("multi", "float16")])
 def test_capture_pool_keeps_memory_nodes_out_of_the_graph(name, dtype_name, monkeypatch):
-    """With AOTIRT_CAPTURE_POOL=1 the shims' allocations while capturing come from a capture pool made outside the
-    graph: the graph holds no memory nodes (which cost host time per launch, benchmarks/graph_launch.py), and
-    replays match eager; without it the same capture holds memory nodes (the contrast the first half needs)."""
+    """By default (and with AOTIRT_CAPTURE_POOL=1) the shims' allocations while capturing come from a capture pool
+    made outside the graph: the graph holds no memory nodes (which cost host time per launch,
+    benchmarks/graph_launch.py), and replays match eager; with AOTIRT_CAPTURE_POOL=0 the same capture holds memory
+    nodes (the contrast the first half needs)."""
     import aotirt
     model, path, make_inputs, dt = build(name, dtype_name)
     runner = aotirt.load(path)
+    monkeypatch.delenv("AOTIRT_CAPTURE_POOL", raising=False)
+    default = aotirt.capture(runner, *make_inputs(dt))  # the default: the pool
     monkeypatch.setenv("AOTIRT_CAPTURE_POOL", "1")
     pooled = aotirt.capture(runner, *make_inputs(dt))
-    monkeypatch.delenv("AOTIRT_CAPTURE_POOL")
     st = pooled.graph_stats
     assert st["pooled"] and st["mem_allocs"] == 0 and st["mem_frees"] == 0, st
     assert st["kernels"] > 0 and st["pool_blocks"] > 0 and st["pool_bytes"] > 0, st
     assert st["pool_allocations"] >= st["pool_blocks"], st
-    plain = aotirt.capture(runner, *make_inputs(dt))  # the default: no pool
+    assert default.graph_stats["pooled"] and default.graph_stats["mem_allocs"] == 0, default.graph_stats
+    monkeypatch.setenv("AOTIRT_CAPTURE_POOL", "0")
+    plain = aotirt.capture(runner, *make_inputs(dt))  # no pool: memory nodes in the graph
+    monkeypatch.delenv("AOTIRT_CAPTURE_POOL")
     sp = plain.graph_stats
     assert not sp["pooled"] and sp["mem_allocs"] > 0 and sp["kernels"] == st["kernels"], sp
     for _ in range(3):
         inputs = make_inputs(dt)
         with torch.no_grad():
             want = _flat(model(*inputs))
-        for graphed in (pooled, plain):
+        for graphed in (default, pooled, plain):
             got = _flat(graphed(*inputs))
             for g, w in zip(got, want):
                 if w.is_floating_point():

@@ -185,7 +185,7 @@ class AOTIRT_RUNTIME_API CapturedModel {
   // What the captured graph holds (its nodes by type) and the capture pool it allocated from.
   struct GraphStats {
     int64_t kernels = 0, mem_allocs = 0, mem_frees = 0, memsets = 0, memcpys = 0, other_nodes = 0;
-    bool pooled = false;  // allocated from a capture pool (AOTIRT_CAPTURE_POOL=1), else inside the graph
+    bool pooled = false;  // allocated from a capture pool (the default; AOTIRT_CAPTURE_POOL=0: inside the graph)
     int64_t pool_blocks = 0, pool_bytes = 0, pool_allocations = 0, pool_reuses = 0;
   };
   const GraphStats& stats() const { return stats_; }
