@@ -9,9 +9,9 @@ torch._convert_weight_to_int4pack (inner_k_tiles 8), group size 128 by default, 
 shim on the capture stream through its stream guard, its output freed each call as a package's wrapper does) and the
 replays are timed with CUDA events, in the order shim, torch, torch, shim (gemm.py's method). Before timing, each
 row checks that the shim's output is within bf16 rounding of torch's (a wrong kernel is not timed). Writes
-DIR/int4.json (rows: m, n, k, group, shim_us, torch_us, and shim_fast_us: the shim with AOTIRT_INT4_FAST_DEQUANT=1,
-the experimental dequantization of the int4 kernel, for the rows below the dequantize + cuBLASLt threshold; summary:
-median ratio per m class) and prints a table. Target: shim <= 1.0x torch's time at m <= 8 (decode), reported for
+DIR/int4.json (rows: m, n, k, group, shim_us, torch_us, and shim_mma_us: the shim with AOTIRT_INT4_MMA=1, the
+tensor-core int4 kernel, for the rows it runs (below its dequantize + cuBLASLt threshold); summary: median ratio per m
+class) and prints a table. Target: shim <= 1.0x torch's time at m <= 8 (decode), reported for
 larger m.
 """
 import ctypes
@@ -32,8 +32,8 @@ M_VALUES = [1, 2, 4, 8, 16, 32, 64, 128, 512]
 # (n, k): decode.py's llama_05b (q/o, k/v, gate/up, down) and Llama-7B (q/k/v/o, gate/up, down)
 NK = [(1024, 1024), (256, 1024), (4096, 1024), (1024, 4096), (4096, 4096), (11008, 4096), (4096, 11008)]
 DECODE_M = 8  # rows with m <= this are decode-like: the target applies there
-KERNEL_MAX_M = 7  # rows the int4 kernel runs (below shim_int4.cc's kDequantizeMinRows): the fast variant is timed
-FAST_ENV = "AOTIRT_INT4_FAST_DEQUANT"
+MMA_MAX_M = 16  # rows the tensor-core kernel runs (below shim_int4.cc's kMmaDequantizeMinRows): timed there
+MMA_ENV = "AOTIRT_INT4_MMA"
 
 
 def quantize(n: int, k: int, group: int, inner_k_tiles: int, seed: int = 0) -> tuple:
@@ -73,24 +73,25 @@ def summarize(rows: list) -> dict:
         ratios = [r["shim_us"] / r["torch_us"] for r in rs]
         return {"rows": len(ratios), "median_ratio": round(statistics.median(ratios), 3),
                 "worst_ratio": round(max(ratios), 3)} if ratios else {"rows": 0}
-    fast = [dict(r, shim_us=r["shim_fast_us"]) for r in rows if r.get("shim_fast_us") is not None]
+    mma = [dict(r, shim_us=r["shim_mma_us"]) for r in rows if r.get("shim_mma_us") is not None]
     return {"decode": stats([r for r in rows if r["m"] <= DECODE_M]),
             "larger_m": stats([r for r in rows if r["m"] > DECODE_M]),
-            "decode_fast_dequant": stats([r for r in fast if r["m"] <= DECODE_M]),
+            "decode_mma": stats([r for r in mma if r["m"] <= DECODE_M]),
+            "mma_larger_m": stats([r for r in mma if r["m"] > DECODE_M]),
             "by_m": {str(m): stats([r for r in rows if r["m"] == m]) for m in sorted({r["m"] for r in rows})},
             "target": f"median and worst ratio <= 1.0 for m <= {DECODE_M}"}
 
 
 def markdown(rows: list, summary: dict) -> str:
-    lines = ["| m | n | k | group | shim us | torch us | ratio | fast dequant us | its ratio |",
+    lines = ["| m | n | k | group | shim us | torch us | ratio | mma kernel us | its ratio |",
              "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        fast = r.get("shim_fast_us")
-        fast_cols = "— | —" if fast is None else f"{fast:.2f} | {fast / r['torch_us']:.2f}"
+        mma = r.get("shim_mma_us")
+        mma_cols = "— | —" if mma is None else f"{mma:.2f} | {mma / r['torch_us']:.2f}"
         lines.append(f"| {r['m']} | {r['n']} | {r['k']} | {r['group']} | {r['shim_us']:.2f} | {r['torch_us']:.2f} | "
-                     f"{r['shim_us'] / r['torch_us']:.2f} | {fast_cols} |")
+                     f"{r['shim_us'] / r['torch_us']:.2f} | {mma_cols} |")
     lines += ["", "| rows | count | median ratio | worst ratio |", "|---|---|---|---|"]
-    for name in ("decode", "larger_m", "decode_fast_dequant"):
+    for name in ("decode", "larger_m", "decode_mma", "mma_larger_m"):
         s = summary[name]
         lines.append(f"| {name} | {s['rows']} | {s.get('median_ratio', '-')} | {s.get('worst_ratio', '-')} |")
     return "\n".join(lines) + "\n"
@@ -140,25 +141,25 @@ def main(argv: list | None = None) -> int:
                 s_b = graph_time_us(call, stream, reps)
                 r = dict(m=m, n=n, k=k, group=group, shim_us=round((s_a + s_b) / 2, 3),
                          torch_us=round((t_a + t_b) / 2, 3), max_rel_diff=round(err, 5))
-                if m <= KERNEL_MAX_M:  # the experimental dequantization, checked and timed the same way
-                    os.environ[FAST_ENV] = "1"
+                if m <= MMA_MAX_M:  # the tensor-core kernel, checked and timed the same way
+                    os.environ[MMA_ENV] = "1"
                     try:
                         with torch.cuda.stream(stream):
                             call(copy=True)
                         stream.synchronize()
-                        fast_err = ((out.float() - ref.float()).abs().max() / (ref.float().abs().max() + 1e-6)).item()
-                        if fast_err > 2e-2:
-                            failures.append(f"m={m} n={n} k={k}: the fast dequantization differs from torch by "
-                                            f"{fast_err:.3e} of max |out|")
+                        mma_err = ((out.float() - ref.float()).abs().max() / (ref.float().abs().max() + 1e-6)).item()
+                        if mma_err > 2e-2:
+                            failures.append(f"m={m} n={n} k={k}: the tensor-core kernel differs from torch by "
+                                            f"{mma_err:.3e} of max |out|")
                         else:
-                            r["shim_fast_us"] = round((graph_time_us(call, stream, reps) +
+                            r["shim_mma_us"] = round((graph_time_us(call, stream, reps) +
                                                        graph_time_us(call, stream, reps)) / 2, 3)
                     finally:
-                        os.environ.pop(FAST_ENV, None)
+                        os.environ.pop(MMA_ENV, None)
                 rows.append(r)
                 print(f"m={m:4d} n={n:6d} k={k:6d}  shim {r['shim_us']:8.2f} us  torch {r['torch_us']:8.2f} us  "
-                      f"ratio {r['shim_us'] / r['torch_us']:.2f}  fast dequant "
-                      f"{r.get('shim_fast_us') or float('nan'):8.2f} us", flush=True)
+                      f"ratio {r['shim_us'] / r['torch_us']:.2f}  mma kernel "
+                      f"{r.get('shim_mma_us') or float('nan'):8.2f} us", flush=True)
             for h in hs:
                 shims.L.aoti_torch_delete_tensor_object(h)
     shims.L.aoti_torch_delete_cuda_stream_guard(guard)

@@ -1,6 +1,7 @@
 #include "shims/int4/int4_kernel.h"
 
 #include <cstdint>
+#include <cstring>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -37,32 +38,20 @@ __device__ __forceinline__ float2 LoadPair(const __nv_bfloat16* a, int64_t idx) 
   }
 }
 
-// The 8 weights of a packed word, dequantized as torch's kernel does: bf16((q - 8) * scale + zero), the fma in
-// float32. kFast: q - 8 as (2^23 + q) - (2^23 + 8), the bits of 2^23 + q being 0x4B000000 | q (no int-to-float
-// conversion, a quarter-rate instruction on sm90), and two bfloat16 roundings in one conversion; the same values.
-template <bool kFast>
+// The 8 weights of a packed word, dequantized to bf16((q - 8) * scale + zero), the fma in float32.
 __device__ __forceinline__ void Dequantize8(uint32_t word, float2 s_z, float (&wv)[8]) {
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
-    if constexpr (kFast) {
-      const float hi = __uint_as_float(0x4B000000u | ((word >> (4 * i)) & 0xFu)) - 8388616.0f;
-      const float lo = __uint_as_float(0x4B000000u | ((word >> (16 + 4 * i)) & 0xFu)) - 8388616.0f;
-      const float2 w = __bfloat1622float2(__floats2bfloat162_rn(fmaf(hi, s_z.x, s_z.y), fmaf(lo, s_z.x, s_z.y)));
-      wv[2 * i] = w.x;
-      wv[2 * i + 1] = w.y;
-    } else {
-      const float hi = static_cast<float>(static_cast<int>((word >> (4 * i)) & 0xF) - 8);
-      const float lo = static_cast<float>(static_cast<int>((word >> (16 + 4 * i)) & 0xF) - 8);
-      // torch's kernel dequantizes to bfloat16 ((q - 8) * scale + zero, one rounding) before the product
-      wv[2 * i] = __bfloat162float(__float2bfloat16(fmaf(hi, s_z.x, s_z.y)));
-      wv[2 * i + 1] = __bfloat162float(__float2bfloat16(fmaf(lo, s_z.x, s_z.y)));
-    }
+    const float hi = static_cast<float>(static_cast<int>((word >> (4 * i)) & 0xF) - 8);
+    const float lo = static_cast<float>(static_cast<int>((word >> (16 + 4 * i)) & 0xF) - 8);
+    wv[2 * i] = __bfloat162float(__float2bfloat16(fmaf(hi, s_z.x, s_z.y)));
+    wv[2 * i + 1] = __bfloat162float(__float2bfloat16(fmaf(lo, s_z.x, s_z.y)));
   }
 }
 
 // Lane: column 8 tile + lane / 4, the k positions of its words (int4_kernel.h); the 4 lanes of a column and the
 // kWarps warps are summed at the end, in float32.
-template <int kInnerKTiles, int kRows, bool kVec, bool kFast>
+template <int kInnerKTiles, int kRows, bool kVec>
 __global__ void __launch_bounds__(kWarps * 32) Int4MmKernel(const __nv_bfloat16* __restrict__ a,
                                                             const int32_t* __restrict__ b,
                                                             const __nv_bfloat16* __restrict__ sz,
@@ -80,9 +69,6 @@ __global__ void __launch_bounds__(kWarps * 32) Int4MmKernel(const __nv_bfloat16*
 #pragma unroll
   for (int r = 0; r < kRows; ++r) acc[r] = 0.f;
   const int32_t* bt = b + (static_cast<int64_t>(tile) * k_outer * 32 + lane) * kWords;
-  // kFast also unrolls the k-loop 4 times, so a warp has the next steps' weight loads in flight while it computes
-  // (at m = 1 the kernel streams the weights; the order of the sums is the same).
-#pragma unroll(kFast ? 4 : 1)
   for (int o = warp; o < k_outer; o += kWarps) {
     uint32_t words[kWords];
     LoadWords<kWords>(bt + static_cast<int64_t>(o) * 32 * kWords, words);
@@ -92,7 +78,7 @@ __global__ void __launch_bounds__(kWarps * 32) Int4MmKernel(const __nv_bfloat16*
       const int64_t g = ka / group_size;
       const float2 s_z = LoadPair<kVec>(sz, (g * n + col) * 2);  // (scale, zero)
       float wv[8];
-      Dequantize8<kFast>(words[j], s_z, wv);
+      Dequantize8(words[j], s_z, wv);
 #pragma unroll
       for (int r = 0; r < kRows; ++r) {
         if (row0 + r < m) {
@@ -126,11 +112,148 @@ __global__ void __launch_bounds__(kWarps * 32) Int4MmKernel(const __nv_bfloat16*
   }
 }
 
+// ---- The tensor-core kernel (Int4MmParams::mma): tinygemm's scheme, the packed layout being the B fragment of
+// mma.m16n8k16 (int4_kernel.h: lane's column lane / 4, its k pairs 2 q, 2 q + 8 of each k-tile of 16).
+// A block computes one n-tile (8 columns) for 16 rows; its kWarps warps split the k-loop as above. Per packed word,
+// 8 weights become four bfloat16 pairs (two B fragments) and two mma instructions do their products for all 16 rows,
+// where the kernel above spends a float conversion, an fma and an activation load per weight and row.
+
+__device__ __forceinline__ __nv_bfloat162 AsBf162(uint32_t u) {
+  __nv_bfloat162 v;
+  memcpy(&v, &u, sizeof(v));
+  return v;
+}
+
+__device__ __forceinline__ uint32_t AsU32(__nv_bfloat162 v) {
+  uint32_t u;
+  memcpy(&u, &v, sizeof(u));
+  return u;
+}
+
+// p[idx], p[idx + 1] (idx even) as one 32-bit register, the first in the low half: one 4-byte load where kVec.
+template <bool kVec>
+__device__ __forceinline__ uint32_t LoadBf16Pair(const __nv_bfloat16* p, int64_t idx) {
+  if constexpr (kVec) {
+    return static_cast<uint32_t>(__ldg(reinterpret_cast<const unsigned int*>(p + idx)));
+  } else {
+    const unsigned short* u = reinterpret_cast<const unsigned short*>(p);
+    return static_cast<uint32_t>(__ldg(u + idx)) | (static_cast<uint32_t>(__ldg(u + idx + 1)) << 16);
+  }
+}
+
+// A packed word's 8 weights as 4 bfloat16 pairs, pair i = the weights at bits [4 i, 4 i + 4) (low half) and
+// [16 + 4 i, 20 + 4 i) (high half), i.e. k = base_i and base_i + 1 (int4_kernel.h): pairs 0, 1 are the B fragment of
+// the word's first k-tile, 2, 3 of its second. As torch's kernel does it: (q | 0x4300) is the bfloat16 128 + q,
+// exactly q - 8 after adding -136, then one bfloat16 fma with the column's scale and zero (one rounding).
+__device__ __forceinline__ void DequantizeFragments(uint32_t word, uint32_t scale_zero, uint32_t (&frag)[4]) {
+  const __nv_bfloat162 sz = AsBf162(scale_zero);  // (scale, zero): scale in the low half
+  const __nv_bfloat162 scale = __bfloat162bfloat162(__low2bfloat16(sz));
+  const __nv_bfloat162 zero = __bfloat162bfloat162(__high2bfloat16(sz));
+  const __nv_bfloat162 one = AsBf162(0x3F803F80u);    // (1, 1)
+  const __nv_bfloat162 bias = AsBf162(0xC308C308u);   // (-136, -136)
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const __nv_bfloat162 q = AsBf162(((word >> (4 * i)) & 0x000F000Fu) | 0x43004300u);
+    frag[i] = AsU32(__hfma2(__hfma2(q, one, bias), scale, zero));
+  }
+}
+
+// d = A (16 x 16, row major, bf16) * B (16 x 8, bf16) in float32, as mma.m16n8k16 lays the fragments out: a0/a2 row
+// lane / 4 at k 2 q (+1) / 2 q + 8 (+1), a1/a3 the same 8 rows below; b0/b1 column lane / 4 at the same k; d0, d1 row
+// lane / 4 at columns 2 q, 2 q + 1, d2, d3 the row 8 below.
+__device__ __forceinline__ float4 Mma16816(uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
+                                           uint32_t b1) {
+  float4 d;
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%10,%10,%10,%10};"
+      : "=f"(d.x), "=f"(d.y), "=f"(d.z), "=f"(d.w)
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "f"(0.f));
+  return d;
+}
+
+// kUpper: the block's rows 8..15 exist (m > 8 somewhere); without, their fragments are zeros and never loaded.
+template <int kInnerKTiles, bool kUpper, bool kVec>
+__global__ void __launch_bounds__(kWarps * 32) Int4MmaKernel(const __nv_bfloat16* __restrict__ a,
+                                                             const int32_t* __restrict__ b,
+                                                             const __nv_bfloat16* __restrict__ sz,
+                                                             __nv_bfloat16* __restrict__ out, int m, int n, int k,
+                                                             int k_outer, int group_size) {
+  constexpr int kWords = kInnerKTiles / 2;
+  __shared__ float4 partial[kWarps][32];
+  const int lane = threadIdx.x % 32;
+  const int warp = threadIdx.x / 32;
+  const int tile = blockIdx.x;
+  const int g = lane / 4, q = lane % 4;
+  const int col = tile * 8 + g;  // the column of this lane's B fragments (and of its scale and zero)
+  const int r_lo = blockIdx.y * 16 + g, r_hi = r_lo + 8;
+  const bool lo_in = r_lo < m, hi_in = kUpper && r_hi < m;
+  const __nv_bfloat16* a_lo = a + static_cast<int64_t>(lo_in ? r_lo : 0) * k + 2 * q;
+  const __nv_bfloat16* a_hi = a + static_cast<int64_t>(hi_in ? r_hi : 0) * k + 2 * q;
+  float4 c = make_float4(0.f, 0.f, 0.f, 0.f);
+  const int32_t* bt = b + (static_cast<int64_t>(tile) * k_outer * 32 + lane) * kWords;
+  for (int o = warp; o < k_outer; o += kWarps) {
+    uint32_t words[kWords];
+    LoadWords<kWords>(bt + static_cast<int64_t>(o) * 32 * kWords, words);
+#pragma unroll
+    for (int j = 0; j < kWords; ++j) {
+      const int ka = (o * kInnerKTiles + 2 * j) * 16;
+      const uint32_t s_z = LoadBf16Pair<kVec>(sz, (static_cast<int64_t>(ka / group_size) * n + col) * 2);
+      uint32_t frag[4];
+      DequantizeFragments(words[j], s_z, frag);
+#pragma unroll
+      for (int t = 0; t < 2; ++t) {  // the word's two k-tiles
+        const int kt = ka + 16 * t;
+        const uint32_t a0 = lo_in ? LoadBf16Pair<kVec>(a_lo, kt) : 0u;
+        const uint32_t a2 = lo_in ? LoadBf16Pair<kVec>(a_lo, kt + 8) : 0u;
+        const uint32_t a1 = hi_in ? LoadBf16Pair<kVec>(a_hi, kt) : 0u;
+        const uint32_t a3 = hi_in ? LoadBf16Pair<kVec>(a_hi, kt + 8) : 0u;
+        // each k-tile's products start from zero and are added after (a chain of mma accumulations would
+        // serialize them, as in torch's kernel)
+        const float4 d = Mma16816(a0, a1, a2, a3, frag[2 * t], frag[2 * t + 1]);
+        c.x += d.x;
+        c.y += d.y;
+        c.z += d.z;
+        c.w += d.w;
+      }
+    }
+  }
+  partial[warp][lane] = c;
+  __syncthreads();
+  if (warp == 0) {
+    float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) {
+      const float4 p = partial[w][lane];
+      v.x += p.x;
+      v.y += p.y;
+      v.z += p.z;
+      v.w += p.w;
+    }
+    // columns 2 q, 2 q + 1 of the tile; out is a new contiguous tensor and n a multiple of 8: 4-byte aligned
+    const int64_t oc = static_cast<int64_t>(tile) * 8 + 2 * q;
+    if (lo_in) {
+      *reinterpret_cast<__nv_bfloat162*>(out + r_lo * static_cast<int64_t>(n) + oc) = __floats2bfloat162_rn(v.x, v.y);
+    }
+    if (hi_in) {
+      *reinterpret_cast<__nv_bfloat162*>(out + r_hi * static_cast<int64_t>(n) + oc) = __floats2bfloat162_rn(v.z, v.w);
+    }
+  }
+}
+
 template <int kInnerKTiles, int kRows, bool kVec>
 int Launch(const Int4MmParams& p, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(p.n / 8), static_cast<unsigned>((p.m + kRows - 1) / kRows));
-  auto* kernel = p.fast_dequant ? Int4MmKernel<kInnerKTiles, kRows, kVec, true>
-                                : Int4MmKernel<kInnerKTiles, kRows, kVec, false>;
+  Int4MmKernel<kInnerKTiles, kRows, kVec><<<grid, kWarps * 32, 0, stream>>>(
+      static_cast<const __nv_bfloat16*>(p.a), p.b, static_cast<const __nv_bfloat16*>(p.scales_and_zeros),
+      static_cast<__nv_bfloat16*>(p.out), static_cast<int>(p.m), static_cast<int>(p.n), static_cast<int>(p.k),
+      static_cast<int>(p.k_outer), static_cast<int>(p.group_size));
+  return static_cast<int>(cudaGetLastError());
+}
+
+template <int kInnerKTiles, bool kVec>
+int LaunchMma(const Int4MmParams& p, cudaStream_t stream) {
+  const dim3 grid(static_cast<unsigned>(p.n / 8), static_cast<unsigned>((p.m + 15) / 16));
+  auto* kernel = p.m > 8 ? Int4MmaKernel<kInnerKTiles, true, kVec> : Int4MmaKernel<kInnerKTiles, false, kVec>;
   kernel<<<grid, kWarps * 32, 0, stream>>>(
       static_cast<const __nv_bfloat16*>(p.a), p.b, static_cast<const __nv_bfloat16*>(p.scales_and_zeros),
       static_cast<__nv_bfloat16*>(p.out), static_cast<int>(p.m), static_cast<int>(p.n), static_cast<int>(p.k),
@@ -149,7 +272,18 @@ int LaunchTiles(const Int4MmParams& p, cudaStream_t stream) {
 }
 
 template <bool kVec>
+int LaunchMmaTiles(const Int4MmParams& p, cudaStream_t stream) {
+  switch (p.inner_k_tiles) {
+    case 2: return LaunchMma<2, kVec>(p, stream);
+    case 4: return LaunchMma<4, kVec>(p, stream);
+    case 8: return LaunchMma<8, kVec>(p, stream);
+    default: return static_cast<int>(cudaErrorInvalidValue);
+  }
+}
+
+template <bool kVec>
 int LaunchRows(const Int4MmParams& p, cudaStream_t stream) {
+  if (p.mma) return LaunchMmaTiles<kVec>(p, stream);  // 16 rows per block
   if (p.m == 1) return LaunchTiles<1, kVec>(p, stream);
   if (p.m == 2) return LaunchTiles<2, kVec>(p, stream);
   if (p.m <= 4) return LaunchTiles<4, kVec>(p, stream);

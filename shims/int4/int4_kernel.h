@@ -23,11 +23,10 @@ struct Int4MmParams {
   const int32_t* b = nullptr;              // packed as above
   const void* scales_and_zeros = nullptr;  // bfloat16 [k / group_size, n, 2], contiguous
   void* out = nullptr;                     // bfloat16 [m, n], contiguous
-  // The int4 kernel's dequantization without int-to-float conversions (the same values bit for bit: q - 8 from a
-  // float's mantissa, two bfloat16 roundings per instruction) and its k-loop unrolled 4 times (more weight loads in
-  // flight; the same order of sums). Experimental, off by default until its GPU tests and benchmarks/int4.py have
-  // run (AOTIRT_INT4_FAST_DEQUANT=1 turns it on; shim_int4.cc).
-  bool fast_dequant = false;
+  // The tensor-core kernel (mma.m16n8k16, 16 rows per block, the weights dequantized as torch's kernel does: one
+  // bfloat16 fma; int4_kernel.cu) instead of the CUDA-core one. Off by default until its GPU tests and
+  // benchmarks/int4.py have run (AOTIRT_INT4_MMA=1 turns it on; shim_int4.cc).
+  bool mma = false;
 };
 
 // out[r, c] = bf16(sum_k a[r, k] * w[c, k]), w = bf16((q - 8) * scale + zero) as torch's kernel dequantizes, the

@@ -3,7 +3,8 @@ torch._weight_int4pack_mm on weights packed by torch._convert_weight_to_int4pack
 group size (32..256), m from 1 to 64, random weights, scales and zeros. Exactly: an identity input returns the
 dequantized weights themselves (bf16((q - 8) * scale + zero), torch's dequantization), which pins the packed layout
 element by element, through both paths (the int4 kernel below 8 rows, dequantize + cuBLASLt from 8 on; 4-row
-calls stay on the kernel for any threshold above 4); otherwise within bf16 rounding of a float32 reference on the same
+calls stay on the kernel for any threshold above 4), and through the tensor-core kernel (AOTIRT_INT4_MMA=1, up to
+16 rows: bit for bit torch's kernel); otherwise within bf16 rounding of a float32 reference on the same
 dequantized weights and of torch's kernel (given an aligned copy: it faults on odd-offset views). Called through ctypes on the shim library named by $AOTIRT_SHIM_LIB. First passed on the H200 at
 ff2943f (tests/gpu/LAST_RUN.md); the manifest kept the shim out of lowering until then (note "unverified")."""
 import ctypes
@@ -65,50 +66,58 @@ def _k(rng, inner_k_tiles, group):
     return step * rng.choice([1, 1, 2, 3, 4, 8])
 
 
-# AOTIRT_INT4_FAST_DEQUANT=1: the int4 kernel's experimental dequantization (int4_kernel.h), read on every call; it
-# must give the same values bit for bit.
-FAST = pytest.mark.parametrize("fast", [False, True], ids=["dequant", "fast_dequant"])
+# AOTIRT_INT4_MMA=1: the tensor-core kernel (int4_kernel.h; read on every call), which dequantizes as torch's kernel
+# does (one bfloat16 fma) and runs m up to 16 (shim_int4.cc's kMmaDequantizeMinRows).
+MMA = pytest.mark.parametrize("mma", [False, True], ids=["cuda_cores", "mma"])
 
 
-@FAST
+@MMA
 @pytest.mark.parametrize("inner_k_tiles", [2, 4, 8])
 @pytest.mark.parametrize("group", [32, 64, 128, 256])
-def test_identity_input_returns_the_dequantized_weights_exactly(shims, inner_k_tiles, group, fast, monkeypatch):
-    if fast:
-        monkeypatch.setenv("AOTIRT_INT4_FAST_DEQUANT", "1")
+def test_identity_input_returns_the_dequantized_weights_exactly(shims, inner_k_tiles, group, mma, monkeypatch):
+    if mma:
+        monkeypatch.setenv("AOTIRT_INT4_MMA", "1")
     k = max(inner_k_tiles * 16, group)
     n = 24
     _, packed, sz, w = quantized(n, k, group, inner_k_tiles, seed=inner_k_tiles * 1000 + group)
     eye = torch.eye(k, dtype=torch.bfloat16, device="cuda")
-    # all k rows at once (m >= 8: the dequantize + cuBLASLt path), and 4 rows per call (the int4 kernel)
+    # all k rows at once (m >= 17: the dequantize + cuBLASLt path), and 4 rows per call (the int4 kernel); the
+    # tensor-core kernel also 16 rows per call (its rows 8..15 as well)
     got, err = shims.mm(eye, packed, group, sz)
     assert got is not None, err
     y, (sizes, strides) = got
     assert sizes == [k, n] and strides == [n, 1]
-    chunks = []
-    for r in range(0, k, 4):
-        part, err = shims.mm(eye[r:r + 4].contiguous(), packed, group, sz)
-        assert part is not None, err
-        chunks.append(part[0])
+    chunks = {}
+    for rows in ((4, 16) if mma else (4,)):
+        parts = []
+        for r in range(0, k, rows):
+            part, err = shims.mm(eye[r:r + rows].contiguous(), packed, group, sz)
+            assert part is not None, err
+            parts.append(part[0])
+        chunks[rows] = torch.cat(parts)
     torch.cuda.synchronize()
     assert torch.equal(y, w.T.contiguous()), "the dequantize + GEMM path reads the packed layout wrong"
-    assert torch.equal(torch.cat(chunks), w.T.contiguous()), "the int4 kernel reads the packed layout wrong"
     # torch's kernel on the same input: its dequantization, up to one bf16 rounding step (its fma is a bf16 one)
     ref = torch._weight_int4pack_mm(eye, packed, group, sz)
     torch.testing.assert_close(ref, w.T.contiguous(), rtol=8e-3, atol=1e-4)
+    for rows, got_rows in chunks.items():
+        if mma:  # the same bfloat16 fma as torch's kernel, on the same values: its dequantized weights bit for bit
+            assert torch.equal(got_rows, ref), f"the tensor-core kernel ({rows} rows a call) differs from torch's"
+        else:
+            assert torch.equal(got_rows, w.T.contiguous()), "the int4 kernel reads the packed layout wrong"
 
 
-@FAST
-def test_random_cases_against_torch(shims, fast, monkeypatch):
-    if fast:
-        monkeypatch.setenv("AOTIRT_INT4_FAST_DEQUANT", "1")
+@MMA
+def test_random_cases_against_torch(shims, mma, monkeypatch):
+    if mma:
+        monkeypatch.setenv("AOTIRT_INT4_MMA", "1")
     rng = random.Random(20261204)
     worst = 0.0
     for case in range(CASES):
         ikt, group = rng.choice([2, 4, 8]), rng.choice([32, 64, 128, 256])
         k = _k(rng, ikt, group)
         n = 8 * rng.choice([1, 2, 3, 8, 33, 128])
-        m = rng.choice([1, 1, 2, 3, 4, 5, 7, 8, 9, 16, 31, 32, 64, 300])
+        m = rng.choice([1, 1, 2, 3, 4, 5, 7, 8, 9, 12, 16, 17, 31, 32, 64, 300])
         _, packed, sz, w = quantized(n, k, group, ikt, seed=case)
         x = (torch.randn(m, k, generator=torch.Generator().manual_seed(case)) * 0.5).to(torch.bfloat16).cuda()
         odd = case % 5 == 4  # x a view at an odd element offset: the kernel's 2-byte loads instead of 4-byte ones
