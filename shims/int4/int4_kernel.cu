@@ -240,20 +240,17 @@ __global__ void __launch_bounds__(kWarps * 32) Int4MmaKernel(const __nv_bfloat16
   }
 }
 
+// kRows = 0: the tensor-core kernel (16 rows per block), else the CUDA-core one with kRows rows per block.
 template <int kInnerKTiles, int kRows, bool kVec>
 int Launch(const Int4MmParams& p, cudaStream_t stream) {
-  const dim3 grid(static_cast<unsigned>(p.n / 8), static_cast<unsigned>((p.m + kRows - 1) / kRows));
-  Int4MmKernel<kInnerKTiles, kRows, kVec><<<grid, kWarps * 32, 0, stream>>>(
-      static_cast<const __nv_bfloat16*>(p.a), p.b, static_cast<const __nv_bfloat16*>(p.scales_and_zeros),
-      static_cast<__nv_bfloat16*>(p.out), static_cast<int>(p.m), static_cast<int>(p.n), static_cast<int>(p.k),
-      static_cast<int>(p.k_outer), static_cast<int>(p.group_size));
-  return static_cast<int>(cudaGetLastError());
-}
-
-template <int kInnerKTiles, bool kVec>
-int LaunchMma(const Int4MmParams& p, cudaStream_t stream) {
-  const dim3 grid(static_cast<unsigned>(p.n / 8), static_cast<unsigned>((p.m + 15) / 16));
-  auto* kernel = p.m > 8 ? Int4MmaKernel<kInnerKTiles, true, kVec> : Int4MmaKernel<kInnerKTiles, false, kVec>;
+  const int rows = kRows == 0 ? 16 : kRows;
+  const dim3 grid(static_cast<unsigned>(p.n / 8), static_cast<unsigned>((p.m + rows - 1) / rows));
+  decltype(&Int4MmaKernel<kInnerKTiles, false, kVec>) kernel;  // both kernels take the same arguments
+  if constexpr (kRows == 0) {
+    kernel = p.m > 8 ? Int4MmaKernel<kInnerKTiles, true, kVec> : Int4MmaKernel<kInnerKTiles, false, kVec>;
+  } else {
+    kernel = Int4MmKernel<kInnerKTiles, kRows, kVec>;
+  }
   kernel<<<grid, kWarps * 32, 0, stream>>>(
       static_cast<const __nv_bfloat16*>(p.a), p.b, static_cast<const __nv_bfloat16*>(p.scales_and_zeros),
       static_cast<__nv_bfloat16*>(p.out), static_cast<int>(p.m), static_cast<int>(p.n), static_cast<int>(p.k),
@@ -272,18 +269,8 @@ int LaunchTiles(const Int4MmParams& p, cudaStream_t stream) {
 }
 
 template <bool kVec>
-int LaunchMmaTiles(const Int4MmParams& p, cudaStream_t stream) {
-  switch (p.inner_k_tiles) {
-    case 2: return LaunchMma<2, kVec>(p, stream);
-    case 4: return LaunchMma<4, kVec>(p, stream);
-    case 8: return LaunchMma<8, kVec>(p, stream);
-    default: return static_cast<int>(cudaErrorInvalidValue);
-  }
-}
-
-template <bool kVec>
 int LaunchRows(const Int4MmParams& p, cudaStream_t stream) {
-  if (p.mma) return LaunchMmaTiles<kVec>(p, stream);  // 16 rows per block
+  if (p.mma) return LaunchTiles<0, kVec>(p, stream);
   if (p.m == 1) return LaunchTiles<1, kVec>(p, stream);
   if (p.m == 2) return LaunchTiles<2, kVec>(p, stream);
   if (p.m <= 4) return LaunchTiles<4, kVec>(p, stream);
