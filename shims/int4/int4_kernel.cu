@@ -28,6 +28,21 @@ __device__ __forceinline__ void LoadWords(const int32_t* p, uint32_t (&w)[kWords
   }
 }
 
+// Calls f(word, ka) for each packed word of this lane in its warp's share of the k-loop (warp w takes k_outer steps
+// w, w + kWarps, ...); ka is the first k of the word's two k-tiles (int4_kernel.h).
+template <int kInnerKTiles, typename F>
+__device__ __forceinline__ void ForEachWord(const int32_t* __restrict__ b, int tile, int lane, int warp, int k_outer,
+                                            F&& f) {
+  constexpr int kWords = kInnerKTiles / 2;
+  const int32_t* bt = b + (static_cast<int64_t>(tile) * k_outer * 32 + lane) * kWords;
+  for (int o = warp; o < k_outer; o += kWarps) {
+    uint32_t words[kWords];
+    LoadWords<kWords>(bt + static_cast<int64_t>(o) * 32 * kWords, words);
+#pragma unroll
+    for (int j = 0; j < kWords; ++j) f(words[j], (o * kInnerKTiles + 2 * j) * 16);
+  }
+}
+
 // a[idx], a[idx + 1] as floats (idx even): one 4-byte load where kVec (the caller checked the alignment).
 template <bool kVec>
 __device__ __forceinline__ float2 LoadPair(const __nv_bfloat16* a, int64_t idx) {
@@ -57,7 +72,6 @@ __global__ void __launch_bounds__(kWarps * 32) Int4MmKernel(const __nv_bfloat16*
                                                             const __nv_bfloat16* __restrict__ sz,
                                                             __nv_bfloat16* __restrict__ out, int m, int n, int k,
                                                             int k_outer, int group_size) {
-  constexpr int kWords = kInnerKTiles / 2;
   __shared__ float partial[kWarps][kRows][8];
   const int lane = threadIdx.x % 32;
   const int warp = threadIdx.x / 32;
@@ -68,33 +82,26 @@ __global__ void __launch_bounds__(kWarps * 32) Int4MmKernel(const __nv_bfloat16*
   float acc[kRows];
 #pragma unroll
   for (int r = 0; r < kRows; ++r) acc[r] = 0.f;
-  const int32_t* bt = b + (static_cast<int64_t>(tile) * k_outer * 32 + lane) * kWords;
-  for (int o = warp; o < k_outer; o += kWarps) {
-    uint32_t words[kWords];
-    LoadWords<kWords>(bt + static_cast<int64_t>(o) * 32 * kWords, words);
+  ForEachWord<kInnerKTiles>(b, tile, lane, warp, k_outer, [&](uint32_t word, int ka) {
+    const int64_t g = ka / group_size;
+    const float2 s_z = LoadPair<kVec>(sz, (g * n + col) * 2);  // (scale, zero)
+    float wv[8];
+    Dequantize8(word, s_z, wv);
 #pragma unroll
-    for (int j = 0; j < kWords; ++j) {
-      const int ka = (o * kInnerKTiles + 2 * j) * 16;
-      const int64_t g = ka / group_size;
-      const float2 s_z = LoadPair<kVec>(sz, (g * n + col) * 2);  // (scale, zero)
-      float wv[8];
-      Dequantize8(words[j], s_z, wv);
+    for (int r = 0; r < kRows; ++r) {
+      if (row0 + r < m) {
+        const int64_t ar = static_cast<int64_t>(row0 + r) * k;
+        float s = 0.f;
 #pragma unroll
-      for (int r = 0; r < kRows; ++r) {
-        if (row0 + r < m) {
-          const int64_t ar = static_cast<int64_t>(row0 + r) * k;
-          float s = 0.f;
-#pragma unroll
-          for (int i = 0; i < 4; ++i) {  // the pair of weights at base_i, base_i + 1
-            const float2 x = LoadPair<kVec>(a, ar + (i < 2 ? ka : ka + 16) + 2 * q + 8 * (i % 2));
-            s = fmaf(x.x, wv[2 * i], s);
-            s = fmaf(x.y, wv[2 * i + 1], s);
-          }
-          acc[r] += s;
+        for (int i = 0; i < 4; ++i) {  // the pair of weights at base_i, base_i + 1
+          const float2 x = LoadPair<kVec>(a, ar + (i < 2 ? ka : ka + 16) + 2 * q + 8 * (i % 2));
+          s = fmaf(x.x, wv[2 * i], s);
+          s = fmaf(x.y, wv[2 * i + 1], s);
         }
+        acc[r] += s;
       }
     }
-  }
+  });
 #pragma unroll
   for (int r = 0; r < kRows; ++r) {
     float v = acc[r];
@@ -178,7 +185,6 @@ __global__ void __launch_bounds__(kWarps * 32) Int4MmaKernel(const __nv_bfloat16
                                                              const __nv_bfloat16* __restrict__ sz,
                                                              __nv_bfloat16* __restrict__ out, int m, int n, int k,
                                                              int k_outer, int group_size) {
-  constexpr int kWords = kInnerKTiles / 2;
   __shared__ float4 partial[kWarps][32];
   const int lane = threadIdx.x % 32;
   const int warp = threadIdx.x / 32;
@@ -190,33 +196,26 @@ __global__ void __launch_bounds__(kWarps * 32) Int4MmaKernel(const __nv_bfloat16
   const __nv_bfloat16* a_lo = a + static_cast<int64_t>(lo_in ? r_lo : 0) * k + 2 * q;
   const __nv_bfloat16* a_hi = a + static_cast<int64_t>(hi_in ? r_hi : 0) * k + 2 * q;
   float4 c = make_float4(0.f, 0.f, 0.f, 0.f);
-  const int32_t* bt = b + (static_cast<int64_t>(tile) * k_outer * 32 + lane) * kWords;
-  for (int o = warp; o < k_outer; o += kWarps) {
-    uint32_t words[kWords];
-    LoadWords<kWords>(bt + static_cast<int64_t>(o) * 32 * kWords, words);
+  ForEachWord<kInnerKTiles>(b, tile, lane, warp, k_outer, [&](uint32_t word, int ka) {
+    const uint32_t s_z = LoadBf16Pair<kVec>(sz, (static_cast<int64_t>(ka / group_size) * n + col) * 2);
+    uint32_t frag[4];
+    DequantizeFragments(word, s_z, frag);
 #pragma unroll
-    for (int j = 0; j < kWords; ++j) {
-      const int ka = (o * kInnerKTiles + 2 * j) * 16;
-      const uint32_t s_z = LoadBf16Pair<kVec>(sz, (static_cast<int64_t>(ka / group_size) * n + col) * 2);
-      uint32_t frag[4];
-      DequantizeFragments(words[j], s_z, frag);
-#pragma unroll
-      for (int t = 0; t < 2; ++t) {  // the word's two k-tiles
-        const int kt = ka + 16 * t;
-        const uint32_t a0 = lo_in ? LoadBf16Pair<kVec>(a_lo, kt) : 0u;
-        const uint32_t a2 = lo_in ? LoadBf16Pair<kVec>(a_lo, kt + 8) : 0u;
-        const uint32_t a1 = hi_in ? LoadBf16Pair<kVec>(a_hi, kt) : 0u;
-        const uint32_t a3 = hi_in ? LoadBf16Pair<kVec>(a_hi, kt + 8) : 0u;
-        // each k-tile's products start from zero and are added after (a chain of mma accumulations would
-        // serialize them, as in torch's kernel)
-        const float4 d = Mma16816(a0, a1, a2, a3, frag[2 * t], frag[2 * t + 1]);
-        c.x += d.x;
-        c.y += d.y;
-        c.z += d.z;
-        c.w += d.w;
-      }
+    for (int t = 0; t < 2; ++t) {  // the word's two k-tiles
+      const int kt = ka + 16 * t;
+      const uint32_t a0 = lo_in ? LoadBf16Pair<kVec>(a_lo, kt) : 0u;
+      const uint32_t a2 = lo_in ? LoadBf16Pair<kVec>(a_lo, kt + 8) : 0u;
+      const uint32_t a1 = hi_in ? LoadBf16Pair<kVec>(a_hi, kt) : 0u;
+      const uint32_t a3 = hi_in ? LoadBf16Pair<kVec>(a_hi, kt + 8) : 0u;
+      // each k-tile's products start from zero and are added after (a chain of mma accumulations would serialize
+      // them, as in torch's kernel)
+      const float4 d = Mma16816(a0, a1, a2, a3, frag[2 * t], frag[2 * t + 1]);
+      c.x += d.x;
+      c.y += d.y;
+      c.z += d.z;
+      c.w += d.w;
     }
-  }
+  });
   partial[warp][lane] = c;
   __syncthreads();
   if (warp == 0) {
