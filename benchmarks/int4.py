@@ -9,9 +9,10 @@ torch._convert_weight_to_int4pack (inner_k_tiles 8), group size 128 by default, 
 shim on the capture stream through its stream guard, its output freed each call as a package's wrapper does) and the
 replays are timed with CUDA events, in the order shim, torch, torch, shim (gemm.py's method). Before timing, each
 row checks that the shim's output is within bf16 rounding of torch's (a wrong kernel is not timed). Writes
-DIR/int4.json (rows: m, n, k, group, shim_us, torch_us, and shim_mma_us: the shim with AOTIRT_INT4_MMA=1, the
-tensor-core int4 kernel, for the rows it runs (below its dequantize + cuBLASLt threshold); summary: median ratio per m
-class) and prints a table. Target: shim <= 1.0x torch's time at m <= 8 (decode), reported for
+DIR/int4.json (rows: m, n, k, group, shim_us, torch_us, and shim_cuda_cores_us: the shim with AOTIRT_INT4_MMA=0,
+i.e. the CUDA-core int4 kernel or, from its own threshold on, dequantize + cuBLASLt, for the rows the default
+tensor-core kernel runs (below its dequantize + cuBLASLt threshold); summary: median ratio per m class) and prints a
+table. Target: shim <= 1.0x torch's time at m <= 8 (decode), reported for
 larger m.
 """
 import ctypes
@@ -32,8 +33,8 @@ M_VALUES = [1, 2, 4, 8, 16, 32, 64, 128, 512]
 # (n, k): decode.py's llama_05b (q/o, k/v, gate/up, down) and Llama-7B (q/k/v/o, gate/up, down)
 NK = [(1024, 1024), (256, 1024), (4096, 1024), (1024, 4096), (4096, 4096), (11008, 4096), (4096, 11008)]
 DECODE_M = 8  # rows with m <= this are decode-like: the target applies there
-MMA_MAX_M = 16  # rows the tensor-core kernel runs (below shim_int4.cc's kMmaDequantizeMinRows): timed there
-MMA_ENV = "AOTIRT_INT4_MMA"
+MMA_MAX_M = 16  # rows the tensor-core kernel runs (below shim_int4.cc's kMmaDequantizeMinRows): the other path too
+MMA_ENV = "AOTIRT_INT4_MMA"  # "0": the shim without the tensor-core kernel (its default is on)
 
 
 def quantize(n: int, k: int, group: int, inner_k_tiles: int, seed: int = 0) -> tuple:
@@ -73,25 +74,25 @@ def summarize(rows: list) -> dict:
         ratios = [r["shim_us"] / r["torch_us"] for r in rs]
         return {"rows": len(ratios), "median_ratio": round(statistics.median(ratios), 3),
                 "worst_ratio": round(max(ratios), 3)} if ratios else {"rows": 0}
-    mma = [dict(r, shim_us=r["shim_mma_us"]) for r in rows if r.get("shim_mma_us") is not None]
+    cc = [dict(r, shim_us=r["shim_cuda_cores_us"]) for r in rows if r.get("shim_cuda_cores_us") is not None]
     return {"decode": stats([r for r in rows if r["m"] <= DECODE_M]),
             "larger_m": stats([r for r in rows if r["m"] > DECODE_M]),
-            "decode_mma": stats([r for r in mma if r["m"] <= DECODE_M]),
-            "mma_larger_m": stats([r for r in mma if r["m"] > DECODE_M]),
+            "decode_cuda_cores": stats([r for r in cc if r["m"] <= DECODE_M]),
+            "cuda_cores_larger_m": stats([r for r in cc if r["m"] > DECODE_M]),
             "by_m": {str(m): stats([r for r in rows if r["m"] == m]) for m in sorted({r["m"] for r in rows})},
             "target": f"median and worst ratio <= 1.0 for m <= {DECODE_M}"}
 
 
 def markdown(rows: list, summary: dict) -> str:
-    lines = ["| m | n | k | group | shim us | torch us | ratio | mma kernel us | its ratio |",
+    lines = ["| m | n | k | group | shim us | torch us | ratio | without mma us | its ratio |",
              "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        mma = r.get("shim_mma_us")
-        mma_cols = "— | —" if mma is None else f"{mma:.2f} | {mma / r['torch_us']:.2f}"
+        cc = r.get("shim_cuda_cores_us")
+        cc_cols = "— | —" if cc is None else f"{cc:.2f} | {cc / r['torch_us']:.2f}"
         lines.append(f"| {r['m']} | {r['n']} | {r['k']} | {r['group']} | {r['shim_us']:.2f} | {r['torch_us']:.2f} | "
-                     f"{r['shim_us'] / r['torch_us']:.2f} | {mma_cols} |")
+                     f"{r['shim_us'] / r['torch_us']:.2f} | {cc_cols} |")
     lines += ["", "| rows | count | median ratio | worst ratio |", "|---|---|---|---|"]
-    for name in ("decode", "larger_m", "decode_mma", "mma_larger_m"):
+    for name in ("decode", "larger_m", "decode_cuda_cores", "cuda_cores_larger_m"):
         s = summary[name]
         lines.append(f"| {name} | {s['rows']} | {s.get('median_ratio', '-')} | {s.get('worst_ratio', '-')} |")
     return "\n".join(lines) + "\n"
@@ -141,25 +142,25 @@ def main(argv: list | None = None) -> int:
                 s_b = graph_time_us(call, stream, reps)
                 r = dict(m=m, n=n, k=k, group=group, shim_us=round((s_a + s_b) / 2, 3),
                          torch_us=round((t_a + t_b) / 2, 3), max_rel_diff=round(err, 5))
-                if m <= MMA_MAX_M:  # the tensor-core kernel, checked and timed the same way
-                    os.environ[MMA_ENV] = "1"
+                if m <= MMA_MAX_M:  # the shim without the tensor-core kernel, checked and timed the same way
+                    os.environ[MMA_ENV] = "0"
                     try:
                         with torch.cuda.stream(stream):
                             call(copy=True)
                         stream.synchronize()
-                        mma_err = ((out.float() - ref.float()).abs().max() / (ref.float().abs().max() + 1e-6)).item()
-                        if mma_err > 2e-2:
-                            failures.append(f"m={m} n={n} k={k}: the tensor-core kernel differs from torch by "
-                                            f"{mma_err:.3e} of max |out|")
+                        alt_err = ((out.float() - ref.float()).abs().max() / (ref.float().abs().max() + 1e-6)).item()
+                        if alt_err > 2e-2:
+                            failures.append(f"m={m} n={n} k={k}: the shim with {MMA_ENV}=0 differs from torch by "
+                                            f"{alt_err:.3e} of max |out|")
                         else:
-                            r["shim_mma_us"] = round((graph_time_us(call, stream, reps) +
+                            r["shim_cuda_cores_us"] = round((graph_time_us(call, stream, reps) +
                                                        graph_time_us(call, stream, reps)) / 2, 3)
                     finally:
                         os.environ.pop(MMA_ENV, None)
                 rows.append(r)
                 print(f"m={m:4d} n={n:6d} k={k:6d}  shim {r['shim_us']:8.2f} us  torch {r['torch_us']:8.2f} us  "
-                      f"ratio {r['shim_us'] / r['torch_us']:.2f}  mma kernel "
-                      f"{r.get('shim_mma_us') or float('nan'):8.2f} us", flush=True)
+                      f"ratio {r['shim_us'] / r['torch_us']:.2f}  without mma "
+                      f"{r.get('shim_cuda_cores_us') or float('nan'):8.2f} us", flush=True)
             for h in hs:
                 shims.L.aoti_torch_delete_tensor_object(h)
     shims.L.aoti_torch_delete_cuda_stream_guard(guard)

@@ -24,9 +24,9 @@ struct Int4MmParams {
   const void* scales_and_zeros = nullptr;  // bfloat16 [k / group_size, n, 2], contiguous
   void* out = nullptr;                     // bfloat16 [m, n], contiguous
   // The tensor-core kernel (mma.m16n8k16, 16 rows per block, the weights dequantized as torch's kernel does: one
-  // bfloat16 fma; int4_kernel.cu) instead of the CUDA-core one. Off by default until its GPU tests and
-  // benchmarks/int4.py have run (AOTIRT_INT4_MMA=1 turns it on; shim_int4.cc).
-  bool mma = false;
+  // bfloat16 fma; int4_kernel.cu) instead of the CUDA-core one: the default since benchmarks/int4.py measured it
+  // (benchmarks/RESULTS.md, int4 run 3; AOTIRT_INT4_MMA=0 turns it off, shim_int4.cc).
+  bool mma = true;
 };
 
 // out[r, c] = bf16(sum_k a[r, k] * w[c, k]), w = bf16((q - 8) * scale + zero) as torch's kernel dequantizes, the

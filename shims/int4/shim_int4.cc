@@ -24,8 +24,9 @@ namespace {
 // benchmarks/int4.py on the H200 (benchmarks/RESULTS.md, int4 run 1) says 8: the dequantize path costs about what
 // m = 32 costs at every m, which the kernel beats up to m = 4 and loses to from m = 8 on most shapes (16 on all).
 constexpr int64_t kDequantizeMinRows = 8;
-// The same with the tensor-core kernel (AOTIRT_INT4_MMA=1): one block does 16 rows for the cost of one, as torch's
-// kernel, whose time at m = 16 the dequantize path takes 1.8-2.7x of (int4 run 2). Not yet measured.
+// The same with the tensor-core kernel (the default; AOTIRT_INT4_MMA=0 turns it off): one block does 16 rows for the
+// cost of one, as torch's kernel; int4 run 3 (H100) has it within 0.95-1.10x of torch's time at m = 8 and 16, where
+// the CUDA-core kernel or the dequantize path took 2.2-4.7x.
 constexpr int64_t kMmaDequantizeMinRows = 17;
 
 bool CublasLtLoads(const char* fn) {
@@ -60,7 +61,7 @@ void Int4Mm(const char* fn, AtenTensorHandle self, AtenTensorHandle mat2, int64_
     kp.b = static_cast<const int32_t*>(b->data_ptr());
     kp.scales_and_zeros = s->data_ptr();
     kp.out = out->data_ptr();
-    kp.mma = EnvFlag("AOTIRT_INT4_MMA", false);  // the tensor-core kernel, opt-in until measured (int4_kernel.h)
+    kp.mma = EnvFlag("AOTIRT_INT4_MMA", true);  // the tensor-core kernel unless turned off (int4_kernel.h)
     if (p.m >= (kp.mma ? kMmaDequantizeMinRows : kDequantizeMinRows) && CublasLtLoads(fn)) {
       // w [n, k] bfloat16, freed stream-ordered after the GEMM that reads it; the GEMM takes its transposed view.
       std::unique_ptr<Tensor> w(gpu::NewDeviceTensor(fn, dev, DType::kBFloat16, {p.n, p.k}, {p.k, 1}));

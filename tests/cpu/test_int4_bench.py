@@ -24,29 +24,29 @@ def test_markdown_lists_every_row_and_the_summary():
     md = int4.markdown(rows, int4.summarize(rows))
     assert "| 1 | 1024 | 1024 | 128 | 2.00 | 2.50 | 0.80 | — | — |" in md
     assert "| decode | 1 | 0.8 | 0.8 |" in md and "| larger_m | 1 | 0.8 | 0.8 |" in md
-    assert "| decode_mma | 0 | - | - |" in md and "| mma_larger_m | 0 | - | - |" in md
+    assert "| decode_cuda_cores | 0 | - | - |" in md and "| cuda_cores_larger_m | 0 | - | - |" in md
 
 
-def test_the_tensor_core_kernel_rows_have_their_own_summary_and_columns():
-    rows = [dict(_row(1, 2.0, 2.5), shim_mma_us=1.25), dict(_row(8, 3.0, 2.0), shim_mma_us=2.0),
-            dict(_row(16, 6.0, 3.0), shim_mma_us=3.3), _row(512, 4.0, 5.0)]
+def test_the_rows_without_the_tensor_core_kernel_have_their_own_summary_and_columns():
+    rows = [dict(_row(1, 2.0, 2.5), shim_cuda_cores_us=1.25), dict(_row(8, 3.0, 2.0), shim_cuda_cores_us=2.0),
+            dict(_row(16, 6.0, 3.0), shim_cuda_cores_us=3.3), _row(512, 4.0, 5.0)]
     s = int4.summarize(rows)
-    assert s["decode_mma"] == {"rows": 2, "median_ratio": pytest.approx((0.5 + 1.0) / 2, abs=1e-3), "worst_ratio": 1.0}
-    assert s["mma_larger_m"] == {"rows": 1, "median_ratio": 1.1, "worst_ratio": 1.1}
+    assert s["decode_cuda_cores"] == {"rows": 2, "median_ratio": pytest.approx((0.5 + 1.0) / 2, abs=1e-3), "worst_ratio": 1.0}
+    assert s["cuda_cores_larger_m"] == {"rows": 1, "median_ratio": 1.1, "worst_ratio": 1.1}
     assert s["decode"]["worst_ratio"] == 1.5  # the default kernel's rows are unchanged
     md = int4.markdown(rows, s)
     assert "| 1 | 1024 | 1024 | 128 | 2.00 | 2.50 | 0.80 | 1.25 | 0.50 |" in md
     assert int4.MMA_ENV == "AOTIRT_INT4_MMA"
 
 
-def test_the_bench_times_the_tensor_core_kernel_on_exactly_the_rows_the_shim_sends_it():
-    """MMA_MAX_M is the last m below shim_int4.cc's kMmaDequantizeMinRows, and the shim reads MMA_ENV."""
+def test_the_bench_times_the_other_path_on_exactly_the_rows_the_tensor_core_kernel_takes():
+    """MMA_MAX_M is the last m below shim_int4.cc's kMmaDequantizeMinRows, and the shim reads MMA_ENV, default on."""
     import os
     import re
     src = open(os.path.join(os.path.dirname(os.path.abspath(int4.__file__)), "..", "shims", "int4",
                             "shim_int4.cc")).read()
     assert int(re.search(r"kMmaDequantizeMinRows = (\d+);", src).group(1)) == int4.MMA_MAX_M + 1
-    assert f'EnvFlag("{int4.MMA_ENV}", false)' in src
+    assert f'EnvFlag("{int4.MMA_ENV}", true)' in src
 
 
 def test_shapes_are_valid_for_torchs_packing():

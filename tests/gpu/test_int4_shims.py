@@ -3,8 +3,8 @@ torch._weight_int4pack_mm on weights packed by torch._convert_weight_to_int4pack
 group size (32..256), m from 1 to 64, random weights, scales and zeros. Exactly: an identity input returns the
 dequantized weights themselves (bf16((q - 8) * scale + zero), torch's dequantization), which pins the packed layout
 element by element, through both paths (the int4 kernel below 8 rows, dequantize + cuBLASLt from 8 on; 4-row
-calls stay on the kernel for any threshold above 4), and through the tensor-core kernel (AOTIRT_INT4_MMA=1, up to
-16 rows: bit for bit torch's kernel); otherwise within bf16 rounding of a float32 reference on the same
+calls stay on the kernel for any threshold above 4; AOTIRT_INT4_MMA=0), and through the tensor-core kernel (the
+default, up to 16 rows: bit for bit torch's kernel); otherwise within bf16 rounding of a float32 reference on the same
 dequantized weights and of torch's kernel (given an aligned copy: it faults on odd-offset views). Called through ctypes on the shim library named by $AOTIRT_SHIM_LIB. First passed on the H200 at
 ff2943f (tests/gpu/LAST_RUN.md); the manifest kept the shim out of lowering until then (note "unverified")."""
 import ctypes
@@ -66,8 +66,9 @@ def _k(rng, inner_k_tiles, group):
     return step * rng.choice([1, 1, 2, 3, 4, 8])
 
 
-# AOTIRT_INT4_MMA=1: the tensor-core kernel (int4_kernel.h; read on every call), which dequantizes as torch's kernel
-# does (one bfloat16 fma) and runs m up to 16 (shim_int4.cc's kMmaDequantizeMinRows).
+# AOTIRT_INT4_MMA (int4_kernel.h; read on every call) set either way: "1" the tensor-core kernel (the default), which
+# dequantizes as torch's kernel does (one bfloat16 fma) and runs m up to 16 (shim_int4.cc's kMmaDequantizeMinRows);
+# "0" the CUDA-core kernel below 8 rows, dequantize + cuBLASLt from 8 on.
 MMA = pytest.mark.parametrize("mma", [False, True], ids=["cuda_cores", "mma"])
 
 
@@ -75,8 +76,7 @@ MMA = pytest.mark.parametrize("mma", [False, True], ids=["cuda_cores", "mma"])
 @pytest.mark.parametrize("inner_k_tiles", [2, 4, 8])
 @pytest.mark.parametrize("group", [32, 64, 128, 256])
 def test_identity_input_returns_the_dequantized_weights_exactly(shims, inner_k_tiles, group, mma, monkeypatch):
-    if mma:
-        monkeypatch.setenv("AOTIRT_INT4_MMA", "1")
+    monkeypatch.setenv("AOTIRT_INT4_MMA", "1" if mma else "0")
     k = max(inner_k_tiles * 16, group)
     n = 24
     _, packed, sz, w = quantized(n, k, group, inner_k_tiles, seed=inner_k_tiles * 1000 + group)
@@ -109,8 +109,7 @@ def test_identity_input_returns_the_dequantized_weights_exactly(shims, inner_k_t
 
 @MMA
 def test_random_cases_against_torch(shims, mma, monkeypatch):
-    if mma:
-        monkeypatch.setenv("AOTIRT_INT4_MMA", "1")
+    monkeypatch.setenv("AOTIRT_INT4_MMA", "1" if mma else "0")
     rng = random.Random(20261204)
     worst = 0.0
     for case in range(CASES):
