@@ -154,7 +154,7 @@ def main(argv: list | None = None) -> int:
                                             f"{alt_err:.3e} of max |out|")
                         else:
                             r["shim_cuda_cores_us"] = round((graph_time_us(call, stream, reps) +
-                                                       graph_time_us(call, stream, reps)) / 2, 3)
+                                                              graph_time_us(call, stream, reps)) / 2, 3)
                     finally:
                         os.environ.pop(MMA_ENV, None)
                 rows.append(r)
