@@ -143,6 +143,7 @@ def main(argv: list | None = None) -> int:
                 r = dict(m=m, n=n, k=k, group=group, shim_us=round((s_a + s_b) / 2, 3),
                          torch_us=round((t_a + t_b) / 2, 3), max_rel_diff=round(err, 5))
                 if m <= MMA_MAX_M:  # the shim without the tensor-core kernel, checked and timed the same way
+                    prev = os.environ.get(MMA_ENV)  # the caller's setting, if any, is what shim_us timed
                     os.environ[MMA_ENV] = "0"
                     try:
                         with torch.cuda.stream(stream):
@@ -156,7 +157,10 @@ def main(argv: list | None = None) -> int:
                             r["shim_cuda_cores_us"] = round((graph_time_us(call, stream, reps) +
                                                               graph_time_us(call, stream, reps)) / 2, 3)
                     finally:
-                        os.environ.pop(MMA_ENV, None)
+                        if prev is None:
+                            os.environ.pop(MMA_ENV, None)
+                        else:
+                            os.environ[MMA_ENV] = prev
                 rows.append(r)
                 print(f"m={m:4d} n={n:6d} k={k:6d}  shim {r['shim_us']:8.2f} us  torch {r['torch_us']:8.2f} us  "
                       f"ratio {r['shim_us'] / r['torch_us']:.2f}  without mma "
