@@ -27,6 +27,11 @@ struct CopyParams {
 void BuildCopyParams(const char* fn, const Tensor& dst, const Tensor& src, CopyParams* p);
 // Returns the launch's error code (0 = success).
 int LaunchStridedCopy(const CopyParams& p, void* stream);
+// dst[0, nbytes) = 0 by a kernel, not cudaMemsetAsync: a memset captured into a CUDA graph is a memset node, and 48
+// of them added ~450 us of host time and ~185 us of GPU time to each replay of a 365-kernel graph on an H100
+// (benchmarks/graph_launch.py, RESULTS.md "Graph launch run 1"), where a kernel node costs what its kernel does.
+// Returns the launch's error code (0 = success).
+int LaunchZeroFill(void* dst, int64_t nbytes, void* stream);
 
 }  // namespace gpu
 }  // namespace aotirt

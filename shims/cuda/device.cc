@@ -205,7 +205,8 @@ void MemcpyAsync(const char* fn, void* dst, const void* src, int64_t nbytes, int
 
 void MemsetZeroAsync(const char* fn, void* dst, int64_t nbytes, void* stream) {
   if (nbytes == 0) return;
-  AOTIRT_GPU_CHECK(fn, gpuMemsetAsync(dst, 0, static_cast<size_t>(nbytes), static_cast<gpuStream_t>(stream)));
+  // A kernel, not gpuMemsetAsync: graphs capture it as a kernel node (copy_kernel.h says why).
+  AOTIRT_GPU_CHECK(fn, static_cast<gpuError_t>(LaunchZeroFill(dst, nbytes, stream)));
 }
 
 void StreamSynchronize(const char* fn, void* stream) {

@@ -275,6 +275,57 @@ TEST_F(CudaShims, ZeroOfNonContiguousDeviceViewLeavesGaps) {
   for (unsigned char b : bytes) EXPECT_EQ(b, 0);
 }
 
+// Contiguous zero_ is a kernel (copy_kernel.h's LaunchZeroFill): 16-byte stores over the aligned body, byte stores
+// for an unaligned head and the tail. Every offset of a byte view 0..17 and sizes around the 16-byte edges: exactly
+// [offset, offset + n) becomes 0, the bytes around keep their 0xAB; and captured, zero_ is a kernel node, not a
+// memset node (which costs host and GPU time on each replay: benchmarks/graph_launch.py).
+TEST_F(CudaShims, ContiguousZeroIsAKernelThatWritesExactlyItsBytes) {
+  AOTIRT_REQUIRE_GPU();
+  constexpr int64_t kBytes = 70000;
+  AtenTensorHandle d = Cuda({kBytes}, {1}, kU8);
+  for (int64_t offset : {0, 1, 3, 8, 15, 16, 17}) {
+    for (int64_t n : {1, 2, 15, 16, 17, 31, 33, 48, 1000, 65537}) {
+      ASSERT_EQ(cudaMemset(Data<char>(d), 0xAB, kBytes), cudaSuccess);
+      AtenTensorHandle v = nullptr;
+      int64_t one = 1;
+      ASSERT_SHIM_OK(aoti_torch__reinterpret_tensor(d, 1, &n, &one, offset, &v));
+      Own(v);
+      ASSERT_SHIM_OK(aoti_torch_zero_(v));
+      std::vector<unsigned char> bytes = StorageBytes(d);
+      int64_t wrong = 0;
+      for (int64_t i = 0; i < kBytes; ++i) wrong += bytes[i] != ((i >= offset && i < offset + n) ? 0 : 0xAB);
+      EXPECT_EQ(wrong, 0) << "offset " << offset << ", " << n << " bytes";
+    }
+  }
+  cudaStream_t s = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  CUDAStreamGuardHandle guard = nullptr;
+  ASSERT_SHIM_OK(aoti_torch_create_cuda_stream_guard(s, 0, &guard));
+  ASSERT_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  const AOTITorchError rc = aoti_torch_zero_(d);
+  cudaGraph_t graph = nullptr;
+  ASSERT_EQ(cudaStreamEndCapture(s, &graph), cudaSuccess);
+  ASSERT_SHIM_OK(rc);
+  size_t count = 0;
+  ASSERT_EQ(cudaGraphGetNodes(graph, nullptr, &count), cudaSuccess);
+  std::vector<cudaGraphNode_t> nodes(count);
+  ASSERT_EQ(cudaGraphGetNodes(graph, nodes.data(), &count), cudaSuccess);
+  ASSERT_EQ(count, 1u);
+  cudaGraphNodeType type{};
+  ASSERT_EQ(cudaGraphNodeGetType(nodes[0], &type), cudaSuccess);
+  EXPECT_EQ(type, cudaGraphNodeTypeKernel);
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaMemset(Data<char>(d), 0xAB, kBytes), cudaSuccess);
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  ASSERT_EQ(cudaGraphLaunch(exec, s), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+  for (unsigned char b : StorageBytes(d)) ASSERT_EQ(b, 0);
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  ASSERT_SHIM_OK(aoti_torch_delete_cuda_stream_guard(guard));
+  cudaStreamDestroy(s);
+}
+
 TEST_F(CudaShims, ItemBoolOnDevice) {
   AOTIRT_REQUIRE_GPU();
   const std::pair<float, bool> cases[] = {{0.0f, false}, {-0.0f, false}, {0.25f, true}, {std::nanf(""), true}};
