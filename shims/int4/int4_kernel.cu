@@ -29,17 +29,32 @@ __device__ __forceinline__ void LoadWords(const int32_t* p, uint32_t (&w)[kWords
 }
 
 // Calls f(word, ka) for each packed word of this lane in its warp's share of the k-loop (warp w takes k_outer steps
-// w, w + kWarps, ...); ka is the first k of the word's two k-tiles (int4_kernel.h).
+// w, w + kWarps, ...); ka is the first k of the word's two k-tiles (int4_kernel.h). The words of kBatch steps are
+// loaded before any is used, so that a warp has kBatch loads in flight: at m = 1 the kernels are a streaming read of
+// the weights, and one load at a time per warp left them at half of torch's bandwidth (benchmarks/RESULTS.md, int4
+// run 3). The steps are still taken in order, so the sums are the same.
+constexpr int kBatch = 4;
+
 template <int kInnerKTiles, typename F>
 __device__ __forceinline__ void ForEachWord(const int32_t* __restrict__ b, int tile, int lane, int warp, int k_outer,
                                             F&& f) {
   constexpr int kWords = kInnerKTiles / 2;
   const int32_t* bt = b + (static_cast<int64_t>(tile) * k_outer * 32 + lane) * kWords;
-  for (int o = warp; o < k_outer; o += kWarps) {
-    uint32_t words[kWords];
-    LoadWords<kWords>(bt + static_cast<int64_t>(o) * 32 * kWords, words);
+  for (int o0 = warp; o0 < k_outer; o0 += kWarps * kBatch) {
+    uint32_t words[kBatch][kWords] = {};
 #pragma unroll
-    for (int j = 0; j < kWords; ++j) f(words[j], (o * kInnerKTiles + 2 * j) * 16);
+    for (int u = 0; u < kBatch; ++u) {
+      const int o = o0 + u * kWarps;
+      if (o < k_outer) LoadWords<kWords>(bt + static_cast<int64_t>(o) * 32 * kWords, words[u]);
+    }
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) {
+      const int o = o0 + u * kWarps;
+      if (o < k_outer) {
+#pragma unroll
+        for (int j = 0; j < kWords; ++j) f(words[u][j], (o * kInnerKTiles + 2 * j) * 16);
+      }
+    }
   }
 }
 
