@@ -31,7 +31,8 @@ def test_the_rows_without_the_tensor_core_kernel_have_their_own_summary_and_colu
     rows = [dict(_row(1, 2.0, 2.5), shim_cuda_cores_us=1.25), dict(_row(8, 3.0, 2.0), shim_cuda_cores_us=2.0),
             dict(_row(16, 6.0, 3.0), shim_cuda_cores_us=3.3), _row(512, 4.0, 5.0)]
     s = int4.summarize(rows)
-    assert s["decode_cuda_cores"] == {"rows": 2, "median_ratio": pytest.approx((0.5 + 1.0) / 2, abs=1e-3), "worst_ratio": 1.0}
+    assert s["decode_cuda_cores"] == {"rows": 2, "median_ratio": pytest.approx((0.5 + 1.0) / 2, abs=1e-3),
+                                      "worst_ratio": 1.0}
     assert s["cuda_cores_larger_m"] == {"rows": 1, "median_ratio": 1.1, "worst_ratio": 1.1}
     assert s["decode"]["worst_ratio"] == 1.5  # the default kernel's rows are unchanged
     md = int4.markdown(rows, s)
