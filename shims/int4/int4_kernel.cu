@@ -30,31 +30,33 @@ __device__ __forceinline__ void LoadWords(const int32_t* p, uint32_t (&w)[kWords
 
 // Calls f(word, ka) for each packed word of this lane in its warp's share of the k-loop (warp w takes k_outer steps
 // w, w + kWarps, ...); ka is the first k of the word's two k-tiles (int4_kernel.h). The words of kBatch steps are
-// loaded before any is used, so that a warp has kBatch loads in flight: at m = 1 the kernels are a streaming read of
-// the weights, and one load at a time per warp left them at half of torch's bandwidth (benchmarks/RESULTS.md, int4
-// run 3). The steps are still taken in order, so the sums are the same. With 4 the tensor-core kernel takes 72
-// registers on sm_90, 3 blocks a SM, and n = 4096's 512 blocks two waves: 2 steps measured faster (int4 run 4).
-constexpr int kBatch = 4;
-
-template <int kInnerKTiles, typename F>
+// loaded before any is used, so that a warp has kBatch loads in flight (at m = 1 the kernels are a streaming read of
+// the weights); the steps left over after the whole batches are taken one at a time, and all in order, so the sums
+// are the same for any kBatch.
+template <int kInnerKTiles, int kBatch, typename F>
 __device__ __forceinline__ void ForEachWord(const int32_t* __restrict__ b, int tile, int lane, int warp, int k_outer,
                                             F&& f) {
   constexpr int kWords = kInnerKTiles / 2;
   const int32_t* bt = b + (static_cast<int64_t>(tile) * k_outer * 32 + lane) * kWords;
-  for (int o0 = warp; o0 < k_outer; o0 += kWarps * kBatch) {
-    uint32_t words[kBatch][kWords] = {};
+  int o0 = warp;
+  for (; o0 + (kBatch - 1) * kWarps < k_outer; o0 += kWarps * kBatch) {  // whole batches: no bounds checks
+    uint32_t words[kBatch][kWords];
 #pragma unroll
     for (int u = 0; u < kBatch; ++u) {
-      const int o = o0 + u * kWarps;
-      if (o < k_outer) LoadWords<kWords>(bt + static_cast<int64_t>(o) * 32 * kWords, words[u]);
+      LoadWords<kWords>(bt + static_cast<int64_t>(o0 + u * kWarps) * 32 * kWords, words[u]);
     }
 #pragma unroll
     for (int u = 0; u < kBatch; ++u) {
-      const int o = o0 + u * kWarps;
-      if (o < k_outer) {
 #pragma unroll
-        for (int j = 0; j < kWords; ++j) f(words[u][j], (o * kInnerKTiles + 2 * j) * 16);
-      }
+      for (int j = 0; j < kWords; ++j) f(words[u][j], ((o0 + u * kWarps) * kInnerKTiles + 2 * j) * 16);
+    }
+  }
+  if constexpr (kBatch > 1) {
+    for (; o0 < k_outer; o0 += kWarps) {  // the whole batches above take every step when kBatch is 1
+      uint32_t words[kWords];
+      LoadWords<kWords>(bt + static_cast<int64_t>(o0) * 32 * kWords, words);
+#pragma unroll
+      for (int j = 0; j < kWords; ++j) f(words[j], (o0 * kInnerKTiles + 2 * j) * 16);
     }
   }
 }
@@ -87,7 +89,7 @@ __global__ void __launch_bounds__(kWarps * 32) Int4MmKernel(const __nv_bfloat16*
                                                             const int32_t* __restrict__ b,
                                                             const __nv_bfloat16* __restrict__ sz,
                                                             __nv_bfloat16* __restrict__ out, int m, int n, int k,
-                                                            int k_outer, int group_size) {
+                                                            int k_outer, int group_shift) {
   __shared__ float partial[kWarps][kRows][8];
   const int lane = threadIdx.x % 32;
   const int warp = threadIdx.x / 32;
@@ -98,8 +100,8 @@ __global__ void __launch_bounds__(kWarps * 32) Int4MmKernel(const __nv_bfloat16*
   float acc[kRows];
 #pragma unroll
   for (int r = 0; r < kRows; ++r) acc[r] = 0.f;
-  ForEachWord<kInnerKTiles>(b, tile, lane, warp, k_outer, [&](uint32_t word, int ka) {
-    const int64_t g = ka / group_size;
+  ForEachWord<kInnerKTiles, 1>(b, tile, lane, warp, k_outer, [&](uint32_t word, int ka) {
+    const int64_t g = ka >> group_shift;  // group_size = 1 << group_shift (32..256)
     const float2 s_z = LoadPair<kVec>(sz, (g * n + col) * 2);  // (scale, zero)
     float wv[8];
     Dequantize8(word, s_z, wv);
@@ -195,12 +197,17 @@ __device__ __forceinline__ float4 Mma16816(uint32_t a0, uint32_t a1, uint32_t a2
 }
 
 // kUpper: the block's rows 8..15 exist (m > 8 somewhere); without, their fragments are zeros and never loaded.
+// Two steps of words in flight (ForEachWord): measured best on the H100 (benchmarks/RESULTS.md, int4 run 4). With 4
+// the kernel takes 73 registers, 3 blocks of 256 threads a SM, and n = 4096's 512 blocks need two waves; with 2 it
+// takes 54 or fewer on sm_90 (nvcc 13.0): 4 blocks a SM, one wave. (__launch_bounds__(256, 4) made ptxas spill.)
+constexpr int kMmaBatch = 2;
+
 template <int kInnerKTiles, bool kUpper, bool kVec>
 __global__ void __launch_bounds__(kWarps * 32) Int4MmaKernel(const __nv_bfloat16* __restrict__ a,
                                                              const int32_t* __restrict__ b,
                                                              const __nv_bfloat16* __restrict__ sz,
                                                              __nv_bfloat16* __restrict__ out, int m, int n, int k,
-                                                             int k_outer, int group_size) {
+                                                             int k_outer, int group_shift) {
   __shared__ float4 partial[kWarps][32];
   const int lane = threadIdx.x % 32;
   const int warp = threadIdx.x / 32;
@@ -211,9 +218,12 @@ __global__ void __launch_bounds__(kWarps * 32) Int4MmaKernel(const __nv_bfloat16
   const bool lo_in = r_lo < m, hi_in = kUpper && r_hi < m;
   const __nv_bfloat16* a_lo = a + static_cast<int64_t>(lo_in ? r_lo : 0) * k + 2 * q;
   const __nv_bfloat16* a_hi = a + static_cast<int64_t>(hi_in ? r_hi : 0) * k + 2 * q;
+  // this lane's column of qScaleAndZeros, group g at g * 2 n (fits an int: the plan bounds its elements by 2^31 - 1)
+  const __nv_bfloat16* sz_col = sz + 2 * static_cast<int64_t>(col);
+  const int n2 = 2 * n;
   float4 c = make_float4(0.f, 0.f, 0.f, 0.f);
-  ForEachWord<kInnerKTiles>(b, tile, lane, warp, k_outer, [&](uint32_t word, int ka) {
-    const uint32_t s_z = LoadBf16Pair<kVec>(sz, (static_cast<int64_t>(ka / group_size) * n + col) * 2);
+  ForEachWord<kInnerKTiles, kMmaBatch>(b, tile, lane, warp, k_outer, [&](uint32_t word, int ka) {
+    const uint32_t s_z = LoadBf16Pair<kVec>(sz_col, (ka >> group_shift) * n2);
     uint32_t frag[4];
     DequantizeFragments(word, s_z, frag);
 #pragma unroll
@@ -255,6 +265,14 @@ __global__ void __launch_bounds__(kWarps * 32) Int4MmaKernel(const __nv_bfloat16
   }
 }
 
+// log2(group_size): the plan allows 32, 64, 128 and 256 only (a shift where a division by a runtime value took a
+// dozen instructions per packed word).
+inline int GroupShift(int64_t group_size) {
+  int s = 0;
+  while ((int64_t{1} << s) < group_size) ++s;
+  return s;
+}
+
 // kRows = 0: the tensor-core kernel (16 rows per block), else the CUDA-core one with kRows rows per block.
 template <int kInnerKTiles, int kRows, bool kVec>
 int Launch(const Int4MmParams& p, cudaStream_t stream) {
@@ -269,7 +287,7 @@ int Launch(const Int4MmParams& p, cudaStream_t stream) {
   kernel<<<grid, kWarps * 32, 0, stream>>>(
       static_cast<const __nv_bfloat16*>(p.a), p.b, static_cast<const __nv_bfloat16*>(p.scales_and_zeros),
       static_cast<__nv_bfloat16*>(p.out), static_cast<int>(p.m), static_cast<int>(p.n), static_cast<int>(p.k),
-      static_cast<int>(p.k_outer), static_cast<int>(p.group_size));
+      static_cast<int>(p.k_outer), GroupShift(p.group_size));
   return static_cast<int>(cudaGetLastError());
 }
 
@@ -341,6 +359,8 @@ int LaunchInt4Mm(const Int4MmParams& p, void* stream) {
   if (p.m <= 0 || p.n <= 0) return 0;
   if ((p.m + 7) / 8 > 65535) return static_cast<int>(cudaErrorInvalidConfiguration);  // grid.y
   if (p.n / 8 > 0x7fffffff) return static_cast<int>(cudaErrorInvalidConfiguration);   // grid.x
+  if (p.group_size < 32 || p.group_size > 256 || (p.group_size & (p.group_size - 1)) != 0)  // GroupShift's domain
+    return static_cast<int>(cudaErrorInvalidValue);
   cudaStream_t s = static_cast<cudaStream_t>(stream);
   // bfloat16 pairs load as one 4-byte word where both operands are 4-byte aligned (k is a multiple of 32, so every
   // row and every (scale, zero) pair then is); a view at an odd element offset takes the 2-byte loads.
