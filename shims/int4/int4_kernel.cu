@@ -359,7 +359,8 @@ int LaunchInt4Mm(const Int4MmParams& p, void* stream) {
   if (p.m <= 0 || p.n <= 0) return 0;
   if ((p.m + 7) / 8 > 65535) return static_cast<int>(cudaErrorInvalidConfiguration);  // grid.y
   if (p.n / 8 > 0x7fffffff) return static_cast<int>(cudaErrorInvalidConfiguration);   // grid.x
-  if (p.group_size < 32 || p.group_size > 256 || (p.group_size & (p.group_size - 1)) != 0)  // GroupShift's domain
+  // GroupShift's domain
+  if (p.group_size < 32 || p.group_size > 256 || (p.group_size & (p.group_size - 1)) != 0)
     return static_cast<int>(cudaErrorInvalidValue);
   cudaStream_t s = static_cast<cudaStream_t>(stream);
   // bfloat16 pairs load as one 4-byte word where both operands are 4-byte aligned (k is a multiple of 32, so every
