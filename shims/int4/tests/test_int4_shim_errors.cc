@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "shims/include/aotirt/shim.h"
+#include "shims/int4/int4_kernel.h"
 #include "tests/util/host_blob.h"
 
 namespace {
@@ -87,3 +88,22 @@ TEST(Int4ShimErrors, RefusesNonContiguousOperands) {
 }
 
 }  // namespace
+
+// The kernel's launcher checks what it relies on before any device work (the plan refuses these first; the
+// launcher is also called directly): a group size that is not 32, 64, 128 or 256 (the group index is a shift) gets
+// cudaErrorInvalidValue (1), an empty problem launches nothing.
+TEST(Int4ShimErrors, TheLauncherRefusesGroupSizesItCannotShift) {
+  aotirt::int4::Int4MmParams p;
+  p.m = 1;
+  p.n = 8;
+  p.k = 256;
+  p.inner_k_tiles = 8;
+  p.k_outer = 2;
+  for (int64_t g : {0, 16, 48, 96, 512, -128}) {
+    p.group_size = g;
+    EXPECT_EQ(aotirt::int4::LaunchInt4Mm(p, nullptr), 1) << "group size " << g;
+  }
+  p.group_size = 128;
+  p.m = 0;
+  EXPECT_EQ(aotirt::int4::LaunchInt4Mm(p, nullptr), 0);
+}
