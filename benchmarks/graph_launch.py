@@ -1,6 +1,7 @@
 """Host cost of replaying a CUDA graph, by what the graph holds besides kernels.
 
 Usage: python3 benchmarks/graph_launch.py [--out DIR] [--kernels 365] [--allocs 0,48,130] [--memsets 0,48]
+                                         [--memcpys 0,48]
 
 Why: a captured decode step of our runtime is one cudaGraphLaunch, yet at 24 layers the host spent ~1.06 ms per
 step queueing it (benchmarks/RESULTS.md, decode run 3) where torch.compile's CUDA graph took 0.40 ms. Our graphs
@@ -8,7 +9,8 @@ hold, besides their kernels, the memory nodes of every stream-ordered allocation
 allocate with cudaMallocAsync; the graph is instantiated with cudaGraphInstantiateFlagAutoFreeOnLaunch) and the
 memset nodes of cudaMemsetAsync; torch's graphs allocate from a private pool outside the graph and hold kernels only.
 This measures the host time of one replay of a graph of KERNELS small kernels (torch's add_ on a 256-element
-tensor) with ALLOCS cudaMallocAsync/cudaFreeAsync pairs and MEMSETS cudaMemsetAsync calls spread among them,
+tensor) with ALLOCS cudaMallocAsync/cudaFreeAsync pairs, MEMSETS cudaMemsetAsync calls and MEMCPYS device-to-device
+cudaMemcpyAsync calls (what `aoti_torch_copy_` does for a dense copy) spread among them,
 captured with torch.cuda.graph (relaxed mode, so the runtime calls through ctypes are allowed). Each row: the
 host microseconds of graph.replay() (median of 5 rounds of 50 replays, a synchronize between rounds so the launch
 queue never fills) and the GPU microseconds per replay (CUDA events). Writes DIR/graph_launch.json.
@@ -37,21 +39,26 @@ def cudart() -> ctypes.CDLL:
         lib.cudaMallocAsync.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t, ctypes.c_void_p]
         lib.cudaFreeAsync.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
         lib.cudaMemsetAsync.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t, ctypes.c_void_p]
+        lib.cudaMemcpyAsync.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int,
+                                        ctypes.c_void_p]
         return lib
     raise RuntimeError("no libcudart found")
 
 
-def build(kernels: int, allocs: int, memsets: int, rt: ctypes.CDLL) -> tuple:
-    """A captured graph of `kernels` add_ kernels with `allocs` malloc/free pairs and `memsets` memsets among them."""
+def build(kernels: int, allocs: int, memsets: int, rt: ctypes.CDLL, memcpys: int = 0) -> tuple:
+    """A captured graph of `kernels` add_ kernels with `allocs` malloc/free pairs, `memsets` memsets and `memcpys`
+    device-to-device copies among them."""
     x = torch.zeros(256, device="cuda")
-    scratch = torch.zeros(max(memsets, 1), 16, dtype=torch.int64, device="cuda")
+    scratch = torch.zeros(max(memsets, memcpys, 1), 16, dtype=torch.int64, device="cuda")
+    src = torch.ones(16, dtype=torch.int64, device="cuda")
     g = torch.cuda.CUDAGraph()
     every_a = max(1, kernels // max(allocs, 1))
     every_m = max(1, kernels // max(memsets, 1))
+    every_c = max(1, kernels // max(memcpys, 1))
 
     def body():
         stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
-        live, done_a, done_m = [], 0, 0
+        live, done_a, done_m, done_c = [], 0, 0, 0
         for i in range(kernels):
             x.add_(1.0)
             if done_a < allocs and i % every_a == 0:
@@ -64,6 +71,10 @@ def build(kernels: int, allocs: int, memsets: int, rt: ctypes.CDLL) -> tuple:
             if done_m < memsets and i % every_m == 0:
                 assert rt.cudaMemsetAsync(ctypes.c_void_p(scratch[done_m].data_ptr()), 0, 128, stream) == 0
                 done_m += 1
+            if done_c < memcpys and i % every_c == 0:
+                assert rt.cudaMemcpyAsync(ctypes.c_void_p(scratch[done_c].data_ptr()), ctypes.c_void_p(src.data_ptr()),
+                                          128, 3, stream) == 0  # 3: cudaMemcpyDeviceToDevice
+                done_c += 1
         for p in live:
             assert rt.cudaFreeAsync(p, stream) == 0
 
@@ -76,7 +87,7 @@ def build(kernels: int, allocs: int, memsets: int, rt: ctypes.CDLL) -> tuple:
     with torch.cuda.graph(g, capture_error_mode="relaxed"):
         body()
     torch.cuda.synchronize()
-    return g, x, scratch
+    return g, x, scratch, src
 
 
 def time_replays(g: torch.cuda.CUDAGraph, rounds: int = 5, per_round: int = 50) -> tuple:
@@ -119,11 +130,13 @@ def parse_args(argv: list | None = None):
     f.define("allocs", [0, 48, 130], "comma-separated counts of cudaMallocAsync/cudaFreeAsync pairs",
              lambda t: counts(t, "allocs"))
     f.define("memsets", [0, 48], "comma-separated counts of cudaMemsetAsync nodes", lambda t: counts(t, "memsets"))
+    f.define("memcpys", [0, 48], "comma-separated counts of device-to-device cudaMemcpyAsync nodes",
+             lambda t: counts(t, "memcpys"))
     a = f.parse(argv)
     if a.kernels < 1:
         f.error("--kernels must be >= 1")
-    if max(a.allocs + a.memsets) > a.kernels:
-        f.error("--allocs and --memsets may not exceed --kernels (at most one of each after a kernel)")
+    if max(a.allocs + a.memsets + a.memcpys) > a.kernels:
+        f.error("--allocs, --memsets and --memcpys may not exceed --kernels (at most one of each after a kernel)")
     return a
 
 
@@ -133,13 +146,14 @@ def main(argv=None) -> int:
     rows = []
     for allocs in a.allocs:
         for memsets in a.memsets:
-            g, *_keep = build(a.kernels, allocs, memsets, rt)
-            host_us, gpu_us = time_replays(g)
-            rows.append({"kernels": a.kernels, "allocs": allocs, "memsets": memsets, "host_us": round(host_us, 1),
-                         "gpu_us": round(gpu_us, 1)})
-            print(f"kernels {a.kernels:4d}  allocs {allocs:4d}  memsets {memsets:3d}:  host {host_us:8.1f} us/replay,"
-                  f"  GPU {gpu_us:8.1f} us/replay", flush=True)
-            del g
+            for memcpys in a.memcpys:
+                g, *_keep = build(a.kernels, allocs, memsets, rt, memcpys)
+                host_us, gpu_us = time_replays(g)
+                rows.append({"kernels": a.kernels, "allocs": allocs, "memsets": memsets, "memcpys": memcpys,
+                             "host_us": round(host_us, 1), "gpu_us": round(gpu_us, 1)})
+                print(f"kernels {a.kernels:4d}  allocs {allocs:4d}  memsets {memsets:3d}  memcpys {memcpys:3d}:  host "
+                      f"{host_us:8.1f} us/replay,  GPU {gpu_us:8.1f} us/replay", flush=True)
+                del g
     result = {"benchmark": "graph_launch", "commit": provenance.commit(), "device": torch.cuda.get_device_name(),
               "torch": torch.__version__, "command": [sys.executable, *sys.argv], "rows": rows}
     if a.out:
