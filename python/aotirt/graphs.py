@@ -85,7 +85,10 @@ class CapturedRunner:
         "mem_frees", "memsets", "memcpys", "other_nodes") and its capture pool ("pooled"; "pool_blocks",
         "pool_bytes", "pool_allocations", "pool_reuses"). With the pool (the default; AOTIRT_CAPTURE_POOL=0 at capture
         turns it off) the shims' allocations come from blocks made outside the graph, which then holds no memory
-        nodes; without it each allocation is a memory node of the graph."""
+        nodes; without it each allocation is a memory node of the graph. "memsets_replaced": memset nodes the capture
+        made (vendor libraries memset inside their calls), rewritten as fill kernels, which cost a kernel's time at
+        each launch where a memset node costs ~9 us of host time (AOTIRT_GRAPH_MEMSET_KERNELS=0 at capture keeps
+        them); they are counted in "kernels"."""
         return dict(self._graph.stats)
 
     def _replay_torch(self, torch: Any, inputs: list) -> list | None:
