@@ -70,6 +70,13 @@ cudaError_t ReplaceMemsetNodes(cudaGraph_t graph, int64_t* replaced) {
   e = cudaGraphGetNodes(graph, nodes.data(), &n);
   if (e != cudaSuccess) return e;
   nodes.resize(n);
+  // CUDA refuses to edit a graph that holds memory nodes (cudaErrorNotSupported, seen on an H100 with
+  // AOTIRT_CAPTURE_POOL=0): such a graph keeps its memsets.
+  for (cudaGraphNode_t node : nodes) {
+    cudaGraphNodeType type;
+    if ((e = cudaGraphNodeGetType(node, &type)) != cudaSuccess) return e;
+    if (type == cudaGraphNodeTypeMemAlloc || type == cudaGraphNodeTypeMemFree) return cudaSuccess;
+  }
   for (cudaGraphNode_t node : nodes) {
     cudaGraphNodeType type;
     if ((e = cudaGraphNodeGetType(node, &type)) != cudaSuccess) return e;

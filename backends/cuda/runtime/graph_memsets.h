@@ -14,7 +14,8 @@ namespace aotirt {
 
 // Replaces every memset node of `graph` (1-, 2- or 4-byte elements, 1-D or pitched 2-D) by a kernel node writing the
 // same bytes, with the same incoming and outgoing edges; the memset node is destroyed once the kernel node has all
-// of them. A node whose edges carry non-default edge data (ports, programmatic types) is left as it is. Sets
+// of them. A node whose edges carry non-default edge data (ports, programmatic types) is left as it is, and so is
+// every node of a graph that holds memory nodes (CUDA does not let one edit those: AOTIRT_CAPTURE_POOL=0). Sets
 // *replaced to the number of nodes rewritten. On a CUDA error returns it at once: the graph may then be half
 // rewritten (a kernel node beside its memset node, with some of its edges), so the caller must destroy it.
 cudaError_t ReplaceMemsetNodes(cudaGraph_t graph, int64_t* replaced);
