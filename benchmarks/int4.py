@@ -33,7 +33,7 @@ M_VALUES = [1, 2, 4, 8, 16, 32, 64, 128, 512]
 # (n, k): decode.py's llama_05b (q/o, k/v, gate/up, down) and Llama-7B (q/k/v/o, gate/up, down)
 NK = [(1024, 1024), (256, 1024), (4096, 1024), (1024, 4096), (4096, 4096), (11008, 4096), (4096, 11008)]
 DECODE_M = 8  # rows with m <= this are decode-like: the target applies there
-MMA_MAX_M = 16  # rows the tensor-core kernel runs (below shim_int4.cc's kMmaDequantizeMinRows): the other path too
+MMA_MAX_M = 32  # rows the tensor-core kernel runs (below shim_int4.cc's kMmaDequantizeMinRows): the other path too
 MMA_ENV = "AOTIRT_INT4_MMA"  # "0": the shim without the tensor-core kernel (its default is on)
 
 

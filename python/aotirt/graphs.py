@@ -24,13 +24,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from aotirt import runtime
 from aotirt.errors import InputError, RunError
 
 
 class CapturedRunner:
     def __init__(self, runner: Any, *example_inputs: Any, warmup: int = 2, stream: Any = None,
                  output: str | None = None, alias_inputs: bool = False):
-        from aotirt import runtime
         self._output = runner.output if output is None else runtime._check_output(output)
         if self._output == "torch":
             runtime.import_torch_for_output()
@@ -71,7 +71,6 @@ class CapturedRunner:
             self._torch.cuda.current_stream(self._runner.device_index).wait_stream(self._stream_obj)
 
     def _output_torch(self, output: str | None, inputs: list):
-        from aotirt import runtime
         return runtime._output_torch(self._output if output is None else runtime._check_output(output), inputs)
 
     @property
@@ -85,7 +84,10 @@ class CapturedRunner:
         "mem_frees", "memsets", "memcpys", "other_nodes") and its capture pool ("pooled"; "pool_blocks",
         "pool_bytes", "pool_allocations", "pool_reuses"). With the pool (the default; AOTIRT_CAPTURE_POOL=0 at capture
         turns it off) the shims' allocations come from blocks made outside the graph, which then holds no memory
-        nodes; without it each allocation is a memory node of the graph."""
+        nodes; without it each allocation is a memory node of the graph. "memsets_replaced": memset nodes the capture
+        made (vendor libraries memset inside their calls), rewritten as fill kernels, which cost a kernel's time at
+        each launch where a memset node costs ~9 us of host time (AOTIRT_GRAPH_MEMSET_KERNELS=0 at capture keeps
+        them); they are counted in "kernels"."""
         return dict(self._graph.stats)
 
     def _replay_torch(self, torch: Any, inputs: list) -> list | None:
@@ -99,7 +101,7 @@ class CapturedRunner:
         for x in inputs:
             if not isinstance(x, torch.Tensor) or not x.is_cuda or x.get_device() != dev or x.requires_grad:
                 return None
-        stream = int(torch.cuda.current_stream(dev).cuda_stream)
+        stream = runtime._torch_stream(torch, dev)
         capsules = [torch.utils.dlpack.to_dlpack(x) for x in inputs]
         try:
             outs = self._graph.replay(capsules, stream, self._outputs_torch is None)
@@ -110,7 +112,6 @@ class CapturedRunner:
         return list(self._outputs_torch)
 
     def run_list(self, inputs, output: str | None = None) -> list:
-        from aotirt import runtime
         inputs = list(inputs)
         torch = self._output_torch(output, inputs)  # validates output= before replaying
         if len(inputs) != len(self._runner.input_names):

@@ -164,11 +164,21 @@ def _output_torch(choice: str, inputs: Sequence[Any]):
     return torch if all(isinstance(x, torch.Tensor) for x in inputs) else None
 
 
+def _torch_stream(torch: Any, device_index: int) -> int:
+    """torch's current stream on the device, as a cudaStream_t int. torch's raw getter where it has one (what
+    Inductor's generated code calls; a fraction of a microsecond), else the public API (2-4 us of host time a call
+    on the H100, benchmarks/RESULTS.md "Host time of one graph call")."""
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if raw is not None:
+        return int(raw(device_index))
+    return int(torch.cuda.current_stream(device_index).cuda_stream)
+
+
 def _current_stream(device_index: int) -> int:
     """torch's current stream on the device when torch has initialized CUDA, else 0 (the legacy default stream)."""
     torch = sys.modules.get("torch")  # torch not imported yet means torch has no stream for us to follow
     if torch is not None and hasattr(torch, "cuda") and torch.cuda.is_initialized():
-        return int(torch.cuda.current_stream(device_index).cuda_stream)
+        return _torch_stream(torch, device_index)
     return 0
 
 

@@ -26,8 +26,10 @@ namespace {
 constexpr int64_t kDequantizeMinRows = 8;
 // The same with the tensor-core kernel (the default; AOTIRT_INT4_MMA=0 turns it off): one block does 16 rows for the
 // cost of one, as torch's kernel; int4 run 3 (H100) has it within 0.95-1.10x of torch's time at m = 8 and 16, where
-// the CUDA-core kernel or the dequantize path took 2.2-4.7x.
-constexpr int64_t kMmaDequantizeMinRows = 17;
+// the CUDA-core kernel or the dequantize path took 2.2-4.7x. Up to 32 rows (two blocks of 16 a column tile): int4
+// run 5 (H100) measured it at 0.97-1.12x torch's time at m = 32 where dequantize + cuBLASLt took 1.17-2.14x; at
+// m = 64 the dequantize path is the better one (0.61-1.03x against 0.92-1.05x).
+constexpr int64_t kMmaDequantizeMinRows = 33;
 
 bool CublasLtLoads(const char* fn) {
   try {

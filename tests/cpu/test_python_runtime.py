@@ -673,3 +673,25 @@ def test_gemm_stats_through_the_real_native_module():
     assert {"graph_replays", "graph_captures", "graph_evictions", "tuned", "plan_cache_hits"} <= set(stats)
     assert all(isinstance(v, int) and v >= 0 for v in stats.values())
     assert stats["calls"] == 0 and stats["graph_replays"] == 0
+
+
+def test_torch_stream_takes_torchs_raw_getter_and_falls_back_to_the_public_api():
+    """_torch_stream: torch._C._cuda_getCurrentRawStream(device) where torch has it (CUDA builds), else
+    torch.cuda.current_stream(device).cuda_stream; the same int either way, for the device asked."""
+    import types
+    calls = []
+
+    def raw(dev):
+        calls.append(("raw", dev))
+        return 0x1234 + dev
+
+    def current_stream(dev):
+        calls.append(("public", dev))
+        return types.SimpleNamespace(cuda_stream=0x1234 + dev)
+
+    cuda = types.SimpleNamespace(current_stream=current_stream)
+    with_raw = types.SimpleNamespace(_C=types.SimpleNamespace(_cuda_getCurrentRawStream=raw), cuda=cuda)
+    without = types.SimpleNamespace(_C=types.SimpleNamespace(), cuda=cuda)
+    assert runtime._torch_stream(with_raw, 1) == 0x1235 and calls == [("raw", 1)]
+    calls.clear()
+    assert runtime._torch_stream(without, 2) == 0x1236 and calls == [("public", 2)]

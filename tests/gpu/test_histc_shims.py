@@ -5,7 +5,8 @@ ranges with values on the bounds and on bin edges, ranges that narrow (int8/uint
 NaN and infinities in the data. Each output must equal torch's exactly (dtype, size, every count); where torch
 refuses, ours must refuse with the same reason. Called through ctypes on the shim library named by
 $AOTIRT_SHIM_LIB. Then a MoE-routing model (top-k, sort, histc of the expert ids, cumsum) lowered onto the shim,
-run and replayed under aotirt.capture against eager; the data-range path refused under capture. Until this file
+run and replayed under aotirt.capture against eager (its memset nodes rewritten as kernels, and kept); the data-range
+path refused under capture. Until this file
 passes on the H200 the manifest keeps the shim out of lowering (note "unverified")."""
 import ctypes
 import os
@@ -196,7 +197,16 @@ def test_a_routing_model_lowers_onto_the_shim_and_replays_under_capture(monkeypa
     assert name in platforms.shims_called(package.wrapper_source(path)), "the histc fallback was not called"
     runner = aotirt.load(path)
     captured = aotirt.capture(runner, *make())
-    for run in (runner, captured):
+    # The shim zeroes its counts with cudaMemsetAsync: memset nodes, rewritten as fill kernels at capture (one per
+    # histc call) unless AOTIRT_GRAPH_MEMSET_KERNELS=0 keeps them; the replays agree either way.
+    monkeypatch.setenv("AOTIRT_GRAPH_MEMSET_KERNELS", "0")
+    kept = aotirt.capture(runner, *make())
+    monkeypatch.delenv("AOTIRT_GRAPH_MEMSET_KERNELS")
+    st, sk = captured.graph_stats, kept.graph_stats
+    assert st["memsets"] == 0 and st["memsets_replaced"] >= 2, st
+    assert sk["memsets"] == st["memsets_replaced"] and sk["memsets_replaced"] == 0, sk
+    assert st["kernels"] == sk["kernels"] + st["memsets_replaced"], (st, sk)
+    for run in (runner, captured, kept):
         for _ in range(3):
             xs = make()
             want, got = model(*xs), run(*xs)

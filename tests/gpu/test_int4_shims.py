@@ -67,7 +67,7 @@ def _k(rng, inner_k_tiles, group):
 
 
 # AOTIRT_INT4_MMA (int4_kernel.h; read on every call) set either way: "1" the tensor-core kernel (the default), which
-# dequantizes as torch's kernel does (one bfloat16 fma) and runs m up to 16 (shim_int4.cc's kMmaDequantizeMinRows);
+# dequantizes as torch's kernel does (one bfloat16 fma) and runs m up to 32 (shim_int4.cc's kMmaDequantizeMinRows);
 # "0" the CUDA-core kernel below 8 rows, dequantize + cuBLASLt from 8 on.
 MMA = pytest.mark.parametrize("mma", [False, True], ids=["cuda_cores", "mma"])
 
@@ -81,14 +81,14 @@ def test_identity_input_returns_the_dequantized_weights_exactly(shims, inner_k_t
     n = 24
     _, packed, sz, w = quantized(n, k, group, inner_k_tiles, seed=inner_k_tiles * 1000 + group)
     eye = torch.eye(k, dtype=torch.bfloat16, device="cuda")
-    # all k rows at once (m >= 17: the dequantize + cuBLASLt path), and 4 rows per call (the int4 kernel); the
-    # tensor-core kernel also 16 rows per call (its rows 8..15 as well)
+    # all k rows at once (k >= 33 rows: the dequantize + cuBLASLt path; k = 32: the tensor-core kernel's), and 4 rows
+    # per call (the int4 kernel); the tensor-core kernel also 16 and 32 rows per call (rows 8..15, two row blocks)
     got, err = shims.mm(eye, packed, group, sz)
     assert got is not None, err
     y, (sizes, strides) = got
     assert sizes == [k, n] and strides == [n, 1]
     chunks = {}
-    for rows in ((4, 16) if mma else (4,)):
+    for rows in ((4, 16, 32) if mma else (4,)):
         parts = []
         for r in range(0, k, rows):
             part, err = shims.mm(eye[r:r + rows].contiguous(), packed, group, sz)
@@ -96,10 +96,13 @@ def test_identity_input_returns_the_dequantized_weights_exactly(shims, inner_k_t
             parts.append(part[0])
         chunks[rows] = torch.cat(parts)
     torch.cuda.synchronize()
-    assert torch.equal(y, w.T.contiguous()), "the dequantize + GEMM path reads the packed layout wrong"
     # torch's kernel on the same input: its dequantization, up to one bf16 rounding step (its fma is a bf16 one)
     ref = torch._weight_int4pack_mm(eye, packed, group, sz)
     torch.testing.assert_close(ref, w.T.contiguous(), rtol=8e-3, atol=1e-4)
+    if mma and k <= 32:  # k rows at once are the tensor-core kernel's too: torch's dequantization
+        assert torch.equal(y, ref), "the tensor-core kernel (all rows at once) differs from torch's"
+    else:
+        assert torch.equal(y, w.T.contiguous()), "the dequantize + GEMM path reads the packed layout wrong"
     for rows, got_rows in chunks.items():
         if mma:  # the same bfloat16 fma as torch's kernel, on the same values: its dequantized weights bit for bit
             assert torch.equal(got_rows, ref), f"the tensor-core kernel ({rows} rows a call) differs from torch's"
@@ -116,7 +119,7 @@ def test_random_cases_against_torch(shims, mma, monkeypatch):
         ikt, group = rng.choice([2, 4, 8]), rng.choice([32, 64, 128, 256])
         k = _k(rng, ikt, group)
         n = 8 * rng.choice([1, 2, 3, 8, 33, 128])
-        m = rng.choice([1, 1, 2, 3, 4, 5, 7, 8, 9, 12, 16, 17, 31, 32, 64, 300])
+        m = rng.choice([1, 1, 2, 3, 4, 5, 7, 8, 9, 12, 16, 17, 24, 31, 32, 33, 64, 300])
         _, packed, sz, w = quantized(n, k, group, ikt, seed=case)
         x = (torch.randn(m, k, generator=torch.Generator().manual_seed(case)) * 0.5).to(torch.bfloat16).cuda()
         odd = case % 5 == 4  # x a view at an odd element offset: the kernel's 2-byte loads instead of 4-byte ones

@@ -156,7 +156,7 @@ class PyCaptured {
         {"kernels", st.kernels},         {"mem_allocs", st.mem_allocs},   {"mem_frees", st.mem_frees},
         {"memsets", st.memsets},         {"memcpys", st.memcpys},         {"other_nodes", st.other_nodes},
         {"pool_blocks", st.pool_blocks}, {"pool_bytes", st.pool_bytes},   {"pool_allocations", st.pool_allocations},
-        {"pool_reuses", st.pool_reuses}};
+        {"pool_reuses", st.pool_reuses}, {"memsets_replaced", st.memsets_replaced}};
     py::dict d;
     for (const auto& kv : counts) d[kv.first] = kv.second;
     d["pooled"] = st.pooled;

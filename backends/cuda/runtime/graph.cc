@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/cuda/runtime/graph_memsets.h"
 #include "backends/cuda/runtime/runtime.h"
 #include "backends/cuda/runtime/scoped_device.h"
 #include "shims/common/env.h"
@@ -55,6 +56,10 @@ bool Contiguous(const int64_t* sizes, const int64_t* strides, int64_t dim) {
 // rule (shims/common/env.h): AOTIRT_CAPTURE_POOL=0 (off, no, false) captures the shims' allocations as memory nodes
 // of the graph, as before. Read at each capture (benchmarks/decode.py's aotirt_nopool variant sets it).
 bool CapturePoolOn() { return EnvFlag("AOTIRT_CAPTURE_POOL", true); }
+
+// Memset nodes become fill kernels (graph_memsets.h: a memset node costs ~9.4 us of host time per launch). On by
+// default; AOTIRT_GRAPH_MEMSET_KERNELS=0 keeps them as captured. Read at each capture.
+bool MemsetKernelsOn() { return EnvFlag("AOTIRT_GRAPH_MEMSET_KERNELS", true); }
 
 void CountNodes(cudaGraph_t graph, CapturedModel::GraphStats* st) {
   size_t n = 0;
@@ -157,6 +162,16 @@ std::unique_ptr<CapturedModel> CapturedModel::Capture(std::shared_ptr<Model> mod
     g->static_outputs_.clear();
     throw RuntimeError("package '" + pkg + "' cannot be captured into a CUDA graph (it still runs without one): " +
                        (run_error.empty() ? "end of capture failed: " + CudaErr(end) : run_error));
+  }
+  if (MemsetKernelsOn()) {
+    cudaError_t r = ReplaceMemsetNodes(graph, &g->stats_.memsets_replaced);
+    if (r != cudaSuccess) {  // the graph may be half rewritten: never launched
+      (void)cudaGetLastError();
+      cudaGraphDestroy(graph);
+      g->static_outputs_.clear();
+      throw RuntimeError("package '" + pkg + "': rewriting the captured graph's memset nodes as kernels failed (" +
+                         CudaErr(r) + "); AOTIRT_GRAPH_MEMSET_KERNELS=0 keeps them as captured");
+    }
   }
   g->graph_ = graph;
   CountNodes(graph, &g->stats_);
