@@ -3,6 +3,7 @@
 // a pair of doubles), as ATen's casts do for every value the two types share.
 // Vendor-neutral through vendor.h: nvcc builds it for CUDA, hipcc (AOTIRT_USE_HIP) for ROCm.
 #include "shims/cuda/copy_kernel.h"
+#include "shims/cuda/fill_bytes.h"
 #include "shims/cuda/vendor.h"
 
 namespace aotirt {
@@ -128,14 +129,9 @@ __global__ void StridedCopyKernel(CopyParams p) {
   }
 }
 
-// 16-byte stores over the aligned body [head, head + 16 * n16), byte stores for the unaligned head and the tail.
-// Thread i of the edge bytes takes byte i of the head, then byte i - head of the tail.
-__global__ void ZeroFillKernel(unsigned char* dst, int64_t head, int64_t n16, int64_t nbytes) {
-  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  const int64_t first = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  const int64_t tail = head + 16 * n16;
-  for (int64_t i = first; i < n16; i += stride) reinterpret_cast<uint4*>(dst + head)[i] = make_uint4(0u, 0u, 0u, 0u);
-  for (int64_t i = first; i < head + (nbytes - tail); i += stride) dst[i < head ? i : tail + (i - head)] = 0;
+__global__ void ZeroFillKernel(unsigned char* dst, int64_t nbytes) {
+  FillBytes(dst, static_cast<size_t>(nbytes), 0u, static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x,
+            static_cast<size_t>(gridDim.x) * blockDim.x);
 }
 
 }  // namespace
@@ -151,7 +147,7 @@ int LaunchZeroFill(void* dst, int64_t nbytes, void* stream) {
   int64_t blocks = ((n16 > edges ? n16 : edges) + threads - 1) / threads;
   if (blocks > 65535 * 8) blocks = 65535 * 8;
   ZeroFillKernel<<<static_cast<unsigned>(blocks), threads, 0, static_cast<gpuStream_t>(stream)>>>(
-      static_cast<unsigned char*>(dst), head, n16, nbytes);
+      static_cast<unsigned char*>(dst), nbytes);
   return static_cast<int>(gpuGetLastError());
 }
 

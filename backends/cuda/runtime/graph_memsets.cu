@@ -2,6 +2,8 @@
 
 #include <vector>
 
+#include "shims/cuda/fill_bytes.h"
+
 namespace aotirt {
 namespace {
 
@@ -9,25 +11,12 @@ constexpr unsigned kThreads = 256;
 
 // One memset node's fill: `height` rows of `row_bytes` bytes, row r at dst + r * pitch. Rows start element-aligned,
 // so the byte at address a is byte a % 4 of `pattern` (the element value repeated over 4 bytes, little-endian).
-// 16-byte stores over each row's 16-byte-aligned body, byte stores over its head and tail (as ZeroFillKernel).
 __global__ void MemsetNodeKernel(unsigned char* dst, uint32_t pattern, size_t row_bytes, size_t height,
                                  size_t pitch) {
   const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
   const size_t first = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  const uint4 body = make_uint4(pattern, pattern, pattern, pattern);
-  for (size_t r = blockIdx.y; r < height; r += gridDim.y) {
-    unsigned char* row = dst + r * pitch;
-    const uintptr_t addr = reinterpret_cast<uintptr_t>(row);
-    size_t head = (16 - addr % 16) % 16;
-    if (head > row_bytes) head = row_bytes;
-    const size_t n16 = (row_bytes - head) / 16;
-    const size_t tail = head + 16 * n16;
-    for (size_t i = first; i < n16; i += stride) reinterpret_cast<uint4*>(row + head)[i] = body;
-    for (size_t i = first; i < head + (row_bytes - tail); i += stride) {
-      const size_t off = i < head ? i : tail + (i - head);
-      row[off] = static_cast<unsigned char>(pattern >> (8 * ((addr + off) % 4)));
-    }
-  }
+  for (size_t r = blockIdx.y; r < height; r += gridDim.y)
+    gpu::FillBytes(dst + r * pitch, row_bytes, pattern, first, stride);
 }
 
 bool DefaultEdges(const std::vector<cudaGraphEdgeData>& edges) {
