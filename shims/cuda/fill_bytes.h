@@ -1,11 +1,12 @@
 // Device code shared by the zero fill (copy_kernel.cu, HIP too through vendor.h) and the graph's memset-node kernels
-// (backends/cuda/runtime/graph_memsets.cu): one fill of `nbytes` bytes at `dst` with a 4-byte pattern. Include it
-// after the vendor's runtime header (uint4, make_uint4).
+// (backends/cuda/runtime/graph_memsets.cu): one fill of `nbytes` bytes at `dst` with a 4-byte pattern.
 #ifndef AOTIRT_SHIMS_CUDA_FILL_BYTES_H_
 #define AOTIRT_SHIMS_CUDA_FILL_BYTES_H_
 
 #include <cstddef>
 #include <cstdint>
+
+#include "shims/cuda/vendor.h"  // the vendor's runtime header: uint4, make_uint4
 
 namespace aotirt {
 namespace gpu {
