@@ -13,7 +13,11 @@ def gpu_objects_library(name, srcs, hdrs, deps, tool, command, runtime, target_c
             name = obj + "_" + tool,
             srcs = [src] + hdrs + ["//shims:all_headers"],
             outs = [obj],
-            cmd = command.replace("{src}", src),
+            # A private TMPDIR per compile: nvcc names its temporaries tmpxft_<pid>_..., and every linux-sandbox
+            # action runs as pid 2 of its own namespace, so two compiles sharing /tmp collide ("cannot open module id
+            # file /tmp/tmpxft_00000002_...", seen when several .cu files rebuild at once).
+            cmd = ("T=$$(mktemp -d) && (export TMPDIR=$$T; " + command.replace("{src}", src) +
+                   "); r=$$?; rm -rf $$T; exit $$r"),
             target_compatible_with = target_compatible_with,
         )
         objs.append(obj)
