@@ -33,26 +33,27 @@ __device__ __forceinline__ void LoadWords(const int32_t* p, uint32_t (&w)[kWords
 // loaded before any is used, so that a warp has kBatch loads in flight (at m = 1 the kernels are a streaming read of
 // the weights); the steps left over after the whole batches are taken one at a time, and all in order, so the sums
 // are the same for any kBatch.
-template <int kInnerKTiles, int kBatch, typename F>
+template <int kInnerKTiles, int kBatch, int kWarpsPerBlock = kWarps, typename F>
 __device__ __forceinline__ void ForEachWord(const int32_t* __restrict__ b, int tile, int lane, int warp, int k_outer,
                                             F&& f) {
   constexpr int kWords = kInnerKTiles / 2;
   const int32_t* bt = b + (static_cast<int64_t>(tile) * k_outer * 32 + lane) * kWords;
   int o0 = warp;
-  for (; o0 + (kBatch - 1) * kWarps < k_outer; o0 += kWarps * kBatch) {  // whole batches: no bounds checks
+  // whole batches: no bounds checks
+  for (; o0 + (kBatch - 1) * kWarpsPerBlock < k_outer; o0 += kWarpsPerBlock * kBatch) {
     uint32_t words[kBatch][kWords];
 #pragma unroll
     for (int u = 0; u < kBatch; ++u) {
-      LoadWords<kWords>(bt + static_cast<int64_t>(o0 + u * kWarps) * 32 * kWords, words[u]);
+      LoadWords<kWords>(bt + static_cast<int64_t>(o0 + u * kWarpsPerBlock) * 32 * kWords, words[u]);
     }
 #pragma unroll
     for (int u = 0; u < kBatch; ++u) {
 #pragma unroll
-      for (int j = 0; j < kWords; ++j) f(words[u][j], ((o0 + u * kWarps) * kInnerKTiles + 2 * j) * 16);
+      for (int j = 0; j < kWords; ++j) f(words[u][j], ((o0 + u * kWarpsPerBlock) * kInnerKTiles + 2 * j) * 16);
     }
   }
   if constexpr (kBatch > 1) {
-    for (; o0 < k_outer; o0 += kWarps) {  // the whole batches above take every step when kBatch is 1
+    for (; o0 < k_outer; o0 += kWarpsPerBlock) {  // the whole batches above take every step when kBatch is 1
       uint32_t words[kWords];
       LoadWords<kWords>(bt + static_cast<int64_t>(o0) * 32 * kWords, words);
 #pragma unroll
@@ -139,9 +140,10 @@ __global__ void __launch_bounds__(kWarps * 32) Int4MmKernel(const __nv_bfloat16*
 
 // ---- The tensor-core kernel (Int4MmParams::mma): tinygemm's scheme, the packed layout being the B fragment of
 // mma.m16n8k16 (int4_kernel.h: lane's column lane / 4, its k pairs 2 q, 2 q + 8 of each k-tile of 16).
-// A block computes one n-tile (8 columns) for 16 rows; its kWarps warps split the k-loop as above. Per packed word,
-// 8 weights become four bfloat16 pairs (two B fragments) and two mma instructions do their products for all 16 rows,
-// where the kernel above spends a float conversion, an fma and an activation load per weight and row.
+// A block computes one n-tile (8 columns) for 16 rows; its kMmaWarps warps (MmaWarps: 8 or 16) split the k-loop as
+// above. Per packed word, 8 weights become four bfloat16 pairs (two B fragments) and two mma instructions do their
+// products for all 16 rows, where the kernel above spends a float conversion, an fma and an activation load per
+// weight and row.
 
 __device__ __forceinline__ __nv_bfloat162 AsBf162(uint32_t u) {
   __nv_bfloat162 v;
@@ -202,13 +204,13 @@ __device__ __forceinline__ float4 Mma16816(uint32_t a0, uint32_t a1, uint32_t a2
 // takes 54 or fewer on sm_90 (nvcc 13.0): 4 blocks a SM, one wave. (__launch_bounds__(256, 4) made ptxas spill.)
 constexpr int kMmaBatch = 2;
 
-template <int kInnerKTiles, bool kUpper, bool kVec>
-__global__ void __launch_bounds__(kWarps * 32) Int4MmaKernel(const __nv_bfloat16* __restrict__ a,
+template <int kInnerKTiles, bool kUpper, bool kVec, int kMmaWarps>
+__global__ void __launch_bounds__(kMmaWarps * 32) Int4MmaKernel(const __nv_bfloat16* __restrict__ a,
                                                              const int32_t* __restrict__ b,
                                                              const __nv_bfloat16* __restrict__ sz,
                                                              __nv_bfloat16* __restrict__ out, int m, int n, int k,
                                                              int k_outer, int group_shift) {
-  __shared__ float4 partial[kWarps][32];
+  __shared__ float4 partial[kMmaWarps][32];
   const int lane = threadIdx.x % 32;
   const int warp = threadIdx.x / 32;
   const int tile = blockIdx.x;
@@ -222,7 +224,7 @@ __global__ void __launch_bounds__(kWarps * 32) Int4MmaKernel(const __nv_bfloat16
   const __nv_bfloat16* sz_col = sz + 2 * static_cast<int64_t>(col);
   const int n2 = 2 * n;
   float4 c = make_float4(0.f, 0.f, 0.f, 0.f);
-  ForEachWord<kInnerKTiles, kMmaBatch>(b, tile, lane, warp, k_outer, [&](uint32_t word, int ka) {
+  ForEachWord<kInnerKTiles, kMmaBatch, kMmaWarps>(b, tile, lane, warp, k_outer, [&](uint32_t word, int ka) {
     const uint32_t s_z = LoadBf16Pair<kVec>(sz_col, (ka >> group_shift) * n2);
     uint32_t frag[4];
     DequantizeFragments(word, s_z, frag);
@@ -247,7 +249,7 @@ __global__ void __launch_bounds__(kWarps * 32) Int4MmaKernel(const __nv_bfloat16
   if (warp == 0) {
     float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
 #pragma unroll
-    for (int w = 0; w < kWarps; ++w) {
+    for (int w = 0; w < kMmaWarps; ++w) {
       const float4 p = partial[w][lane];
       v.x += p.x;
       v.y += p.y;
@@ -273,18 +275,40 @@ inline int GroupShift(int64_t group_size) {
   return s;
 }
 
+// The tensor-core kernel's warps per block: 16 where the grid leaves SMs without a second block (n / 8 blocks per 16
+// rows; at n = 1024, 128 blocks on 132 SMs) and every warp still gets a step of the k-loop; else 8 (at n >= 4096
+// 16-warp blocks would take two waves). At m = 1 the kernel is a streaming read of the weights, and with one block
+// per SM its bytes in flight are what sets the time (int4 run 4's study: more steps in flight helped n = 1024 only).
+int MmaWarps(const Int4MmParams& p) {
+  int dev = 0, sms = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) !=
+                                                cudaSuccess) {
+    (void)cudaGetLastError();
+    return kWarps;
+  }
+  const int64_t blocks = (p.n / 8) * ((p.m + 15) / 16);
+  return blocks <= 2 * static_cast<int64_t>(sms) && p.k_outer >= 16 ? 16 : kWarps;
+}
+
 // kRows = 0: the tensor-core kernel (16 rows per block), else the CUDA-core one with kRows rows per block.
 template <int kInnerKTiles, int kRows, bool kVec>
 int Launch(const Int4MmParams& p, cudaStream_t stream) {
   const int rows = kRows == 0 ? 16 : kRows;
   const dim3 grid(static_cast<unsigned>(p.n / 8), static_cast<unsigned>((p.m + rows - 1) / rows));
-  decltype(&Int4MmaKernel<kInnerKTiles, false, kVec>) kernel;  // both kernels take the same arguments
+  decltype(&Int4MmKernel<kInnerKTiles, 1, kVec>) kernel;  // every kernel takes the same arguments
+  int warps = kWarps;
   if constexpr (kRows == 0) {
-    kernel = p.m > 8 ? Int4MmaKernel<kInnerKTiles, true, kVec> : Int4MmaKernel<kInnerKTiles, false, kVec>;
+    warps = MmaWarps(p);
+    if (warps == 16) {
+      kernel = p.m > 8 ? Int4MmaKernel<kInnerKTiles, true, kVec, 16> : Int4MmaKernel<kInnerKTiles, false, kVec, 16>;
+    } else {
+      kernel = p.m > 8 ? Int4MmaKernel<kInnerKTiles, true, kVec, kWarps>
+                       : Int4MmaKernel<kInnerKTiles, false, kVec, kWarps>;
+    }
   } else {
     kernel = Int4MmKernel<kInnerKTiles, kRows, kVec>;
   }
-  kernel<<<grid, kWarps * 32, 0, stream>>>(
+  kernel<<<grid, warps * 32, 0, stream>>>(
       static_cast<const __nv_bfloat16*>(p.a), p.b, static_cast<const __nv_bfloat16*>(p.scales_and_zeros),
       static_cast<__nv_bfloat16*>(p.out), static_cast<int>(p.m), static_cast<int>(p.n), static_cast<int>(p.k),
       static_cast<int>(p.k_outer), GroupShift(p.group_size));

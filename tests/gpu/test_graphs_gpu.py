@@ -142,6 +142,28 @@ def test_alias_inputs_reads_the_callers_tensors_and_copies_only_others():
 
 
 @requires_gpu
+def test_raw_cuda_graph_exec_launches_the_graph_itself():
+    """The native graph's raw_cuda_graph_exec (as torch's CUDAGraph.raw_cuda_graph_exec()) is the instantiated graph:
+    cudaGraphLaunch on it by ctypes reruns the model on the static buffers."""
+    import ctypes
+    import aotirt
+    model, path, make_inputs, dt = build("mlp", "float32")
+    x = make_inputs(dt)[0]
+    graphed = aotirt.capture(aotirt.load(path), x, alias_inputs=True)
+    y = graphed(x)  # the torch outputs: the static outputs, overwritten by every launch
+    exec_ = graphed._graph.raw_cuda_graph_exec
+    assert isinstance(exec_, int) and exec_ != 0
+    rt = ctypes.CDLL("libcudart.so." + torch.version.cuda.split(".")[0])
+    torch.cuda.synchronize()
+    x.copy_(torch.randn_like(x))
+    torch.cuda.synchronize()
+    assert rt.cudaGraphLaunch(ctypes.c_void_p(exec_), ctypes.c_void_p(0)) == 0
+    torch.cuda.synchronize()
+    with torch.no_grad():
+        torch.testing.assert_close(y, model(x), **TOL["float32"])
+
+
+@requires_gpu
 @pytest.mark.parametrize("name,dtype_name", [("attn", "bfloat16"), ("multi", "float16")])
 def test_capture_pool_keeps_memory_nodes_out_of_the_graph(name, dtype_name, monkeypatch):
     """By default (and with AOTIRT_CAPTURE_POOL=1) the shims' allocations while capturing come from a capture pool

@@ -110,6 +110,36 @@ def test_identity_input_returns_the_dequantized_weights_exactly(shims, inner_k_t
             assert torch.equal(got_rows, w.T.contiguous()), "the int4 kernel reads the packed layout wrong"
 
 
+# The tensor-core kernel's 16-warp blocks (int4_kernel.cu's MmaWarps: where n / 8 blocks per 16 rows are at most two
+# per SM and k_outer >= 16; on the H100/H200's 132 SMs n <= 2048 at m <= 16), beside 8-warp shapes of the same k.
+# (inner_k_tiles, k, n, m): k_outer = k / (16 inner_k_tiles) of 16, 17 (a step left after the whole batches), 32.
+WARP_SHAPES = [(2, 512, 24, 1), (2, 544, 24, 4), (4, 1088, 256, 9), (8, 4096, 1024, 1), (8, 4096, 256, 16),
+               (4, 2048, 2048, 3), (8, 4096, 4096, 1), (8, 4096, 2048, 32)]
+
+
+@pytest.mark.parametrize("ikt,k,n,m", WARP_SHAPES, ids=[f"ikt{i}-k{k}-n{n}-m{m}" for i, k, n, m in WARP_SHAPES])
+def test_long_k_loops_on_narrow_n(shims, ikt, k, n, m, monkeypatch):
+    """Identity rows (16 a call) return torch's dequantized weights bit for bit (each output is one weight: the warps'
+    summation order cannot change it); random activations stay within bf16 rounding of the float32 reference."""
+    monkeypatch.setenv("AOTIRT_INT4_MMA", "1")
+    group = 128 if k % 128 == 0 else 32
+    _, packed, sz, w = quantized(n, k, group, ikt, seed=k + n + m)
+    eye = torch.eye(k, dtype=torch.bfloat16, device="cuda")
+    ref = torch._weight_int4pack_mm(eye, packed, group, sz)
+    for r in (0, k // 2, k - 16):  # three 16-row slices of the identity: the first, middle and last k-steps
+        part, err = shims.mm(eye[r:r + 16].contiguous(), packed, group, sz)
+        assert part is not None, err
+        assert torch.equal(part[0], ref[r:r + 16]), f"rows {r}..{r + 15} of the identity differ from torch's kernel"
+    x = (torch.randn(m, k, generator=torch.Generator().manual_seed(m * k)) * 0.5).to(torch.bfloat16).cuda()
+    got, err = shims.mm(x, packed, group, sz)
+    assert got is not None, err
+    want = x.float() @ w.float().T
+    theirs = torch._weight_int4pack_mm(x, packed, group, sz).float()
+    scale = want.abs().max().item() + 1e-6
+    assert (got[0].float() - want).abs().max().item() / scale <= 1e-2
+    assert (got[0].float() - theirs).abs().max().item() / scale <= 2e-2
+
+
 @MMA
 def test_random_cases_against_torch(shims, mma, monkeypatch):
     monkeypatch.setenv("AOTIRT_INT4_MMA", "1" if mma else "0")

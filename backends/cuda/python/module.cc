@@ -150,6 +150,7 @@ class PyCaptured {
     return Export(std::move(outs));
   }
   int64_t input_copies() const { return graph_->input_copies(); }
+  uintptr_t raw_exec() const { return reinterpret_cast<uintptr_t>(graph_->exec()); }
   py::dict stats() const {
     const auto& st = graph_->stats();
     const std::pair<const char*, int64_t> counts[] = {
@@ -206,6 +207,9 @@ PYBIND11_MODULE(_C, m) {
            "capsules aliasing the static outputs, which the next replay overwrites (None with outputs=False).")
       .def_property_readonly("input_copies", &PyCaptured::input_copies,
                              "Input copies made by replays so far (inputs that were their static buffers: none)")
+      .def_property_readonly("raw_cuda_graph_exec", &PyCaptured::raw_exec,
+                             "The cudaGraphExec_t as an int (as torch's CUDAGraph.raw_cuda_graph_exec()), owned by "
+                             "this object: valid while it lives")
       .def_property_readonly("stats", &PyCaptured::stats,
                              "The graph's nodes by type (kernels, mem_allocs, ...) and its capture pool (pooled, "
                              "pool_blocks, pool_bytes, pool_allocations, pool_reuses), counted at capture");
