@@ -157,7 +157,8 @@ class PyCaptured {
         {"kernels", st.kernels},         {"mem_allocs", st.mem_allocs},   {"mem_frees", st.mem_frees},
         {"memsets", st.memsets},         {"memcpys", st.memcpys},         {"other_nodes", st.other_nodes},
         {"pool_blocks", st.pool_blocks}, {"pool_bytes", st.pool_bytes},   {"pool_allocations", st.pool_allocations},
-        {"pool_reuses", st.pool_reuses}, {"memsets_replaced", st.memsets_replaced}};
+        {"pool_reuses", st.pool_reuses}, {"pool_retained", st.pool_retained},
+        {"memsets_replaced", st.memsets_replaced}};
     py::dict d;
     for (const auto& kv : counts) d[kv.first] = kv.second;
     d["pooled"] = st.pooled;
@@ -212,7 +213,8 @@ PYBIND11_MODULE(_C, m) {
                              "this object: valid while it lives")
       .def_property_readonly("stats", &PyCaptured::stats,
                              "The graph's nodes by type (kernels, mem_allocs, ...) and its capture pool (pooled, "
-                             "pool_blocks, pool_bytes, pool_allocations, pool_reuses), counted at capture");
+                             "pool_blocks, pool_bytes, pool_allocations, pool_reuses, pool_retained), counted at "
+                             "capture");
 
   m.def("live_tensor_count", [] { return aotirt_live_tensor_count(); });
   m.def("stream_wait", &StreamWait, py::arg("producer"), py::arg("consumer"), py::arg("device"),

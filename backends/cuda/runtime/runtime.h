@@ -190,6 +190,7 @@ class AOTIRT_RUNTIME_API CapturedModel {
     int64_t kernels = 0, mem_allocs = 0, mem_frees = 0, memsets = 0, memcpys = 0, other_nodes = 0;
     bool pooled = false;  // allocated from a capture pool (the default; AOTIRT_CAPTURE_POOL=0: inside the graph)
     int64_t pool_blocks = 0, pool_bytes = 0, pool_allocations = 0, pool_reuses = 0;
+    int64_t pool_retained = 0;  // objects the pool keeps for the graph (cuDNN plans), in place of user objects
     // Memset nodes the capture made (vendor libraries' own memsets), rewritten as fill kernels (graph_memsets.h;
     // AOTIRT_GRAPH_MEMSET_KERNELS=0 keeps them; so does a graph with memory nodes): counted in `kernels`.
     int64_t memsets_replaced = 0;
