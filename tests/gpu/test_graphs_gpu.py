@@ -144,7 +144,8 @@ def test_alias_inputs_reads_the_callers_tensors_and_copies_only_others():
 @requires_gpu
 def test_raw_cuda_graph_exec_launches_the_graph_itself():
     """The native graph's raw_cuda_graph_exec (as torch's CUDAGraph.raw_cuda_graph_exec()) is the instantiated graph:
-    cudaGraphLaunch on it by ctypes reruns the model on the static buffers."""
+    cudaGraphLaunch on it by ctypes reruns the model on the static buffers; raw_cuda_graph is the graph it came
+    from."""
     import ctypes
     import aotirt
     model, path, make_inputs, dt = build("mlp", "float32")
@@ -161,6 +162,13 @@ def test_raw_cuda_graph_exec_launches_the_graph_itself():
     torch.cuda.synchronize()
     with torch.no_grad():
         torch.testing.assert_close(y, model(x), **TOL["float32"])
+    # raw_cuda_graph: the graph behind that exec; its node count is what the capture counted.
+    graph = graphed._graph.raw_cuda_graph
+    assert isinstance(graph, int) and graph != 0
+    n = ctypes.c_size_t(0)
+    assert rt.cudaGraphGetNodes(ctypes.c_void_p(graph), None, ctypes.byref(n)) == 0
+    st = graphed.graph_stats
+    assert n.value == sum(st[k] for k in ("kernels", "mem_allocs", "mem_frees", "memsets", "memcpys", "other_nodes"))
 
 
 @requires_gpu

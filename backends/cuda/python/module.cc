@@ -151,6 +151,7 @@ class PyCaptured {
   }
   int64_t input_copies() const { return graph_->input_copies(); }
   uintptr_t raw_exec() const { return reinterpret_cast<uintptr_t>(graph_->exec()); }
+  uintptr_t raw_graph() const { return reinterpret_cast<uintptr_t>(graph_->graph()); }
   py::dict stats() const {
     const auto& st = graph_->stats();
     const std::pair<const char*, int64_t> counts[] = {
@@ -211,6 +212,9 @@ PYBIND11_MODULE(_C, m) {
       .def_property_readonly("raw_cuda_graph_exec", &PyCaptured::raw_exec,
                              "The cudaGraphExec_t as an int (as torch's CUDAGraph.raw_cuda_graph_exec()), owned by "
                              "this object: valid while it lives")
+      .def_property_readonly("raw_cuda_graph", &PyCaptured::raw_graph,
+                             "The cudaGraph_t as an int (as torch's CUDAGraph.raw_cuda_graph()), owned by this object: "
+                             "valid while it lives; inspect it, do not modify it")
       .def_property_readonly("stats", &PyCaptured::stats,
                              "The graph's nodes by type (kernels, mem_allocs, ...) and its capture pool (pooled, "
                              "pool_blocks, pool_bytes, pool_allocations, pool_reuses, pool_retained), counted at "

@@ -183,6 +183,9 @@ class AOTIRT_RUNTIME_API CapturedModel {
   // The instantiated graph (cudaGraphExec_t), as torch's CUDAGraph.raw_cuda_graph_exec(): for tools that launch or
   // inspect it themselves (a launch that way skips the input copies and the ordering after other streams).
   void* exec() const { return exec_; }
+  // The captured graph (cudaGraph_t, after the memset rewrite), as torch's CUDAGraph.raw_cuda_graph(): for tools that
+  // inspect it (cudaGraphDebugDotPrint) or instantiate it with other flags. Owned here; do not modify it.
+  void* graph() const { return graph_; }
   // Input copies the replays made (an input that was its static buffer is not copied): tests and benchmarks.
   int64_t input_copies() const { return input_copies_; }
   // What the captured graph holds (its nodes by type) and the capture pool it allocated from.
