@@ -1,7 +1,7 @@
 """Host cost of replaying a CUDA graph, by what the graph holds besides kernels.
 
 Usage: python3 benchmarks/graph_launch.py [--out DIR] [--kernels 365] [--allocs 0,48,130] [--memsets 0,48]
-                                         [--memcpys 0,48]
+                                         [--memcpys 0,48] [--user-objects 0]
 
 Why: a captured decode step of our runtime is one cudaGraphLaunch, yet at 24 layers the host spent ~1.06 ms per
 step queueing it (benchmarks/RESULTS.md, decode run 3) where torch.compile's CUDA graph took 0.40 ms. Our graphs
@@ -11,7 +11,9 @@ memset nodes of cudaMemsetAsync; torch's graphs allocate from a private pool out
 This measures the host time of one replay of a graph of KERNELS small kernels (torch's add_ on a 256-element
 tensor) with ALLOCS cudaMallocAsync/cudaFreeAsync pairs, MEMSETS cudaMemsetAsync calls and MEMCPYS device-to-device
 cudaMemcpyAsync calls (what `aoti_torch_copy_` does for a dense copy) spread among them,
-captured with torch.cuda.graph (relaxed mode, so the runtime calls through ctypes are allowed). Each row: the
+captured with torch.cuda.graph (relaxed mode, so the runtime calls through ctypes are allowed), and USER_OBJECTS
+CUDA user objects retained by the graph being captured (what cudnn-frontend >= 1.2x attaches to every graph captured
+from its execute by default; session 29 saw our cuDNN graphs wait for their previous launch). Each row: the
 host microseconds of graph.replay() (median of 5 rounds of 50 replays, a synchronize between rounds so the launch
 queue never fills) and the GPU microseconds per replay (CUDA events). Writes DIR/graph_launch.json.
 """
@@ -29,6 +31,24 @@ import provenance  # noqa: E402
 from cliflags import Flags  # noqa: E402
 
 
+USER_OBJECT_DESTROY = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+_destroyed = []
+_on_destroy = USER_OBJECT_DESTROY(lambda ptr: _destroyed.append(ptr))  # kept alive: CUDA calls it at graph teardown
+
+
+def retain_user_objects(rt: ctypes.CDLL, stream: ctypes.c_void_p, n: int) -> None:
+    """n user objects (no payload) moved into the graph `stream` is capturing, as cudnn-frontend's
+    CudaGraphRetainedResource does (cudaUserObjectNoDestructorSync; the graph takes the one reference)."""
+    status, cid, graph = ctypes.c_int(0), ctypes.c_ulonglong(0), ctypes.c_void_p()
+    assert rt.cudaStreamGetCaptureInfo(stream, ctypes.byref(status), ctypes.byref(cid), ctypes.byref(graph),
+                                       None, None, None) == 0
+    assert status.value == 1 and graph.value, "the stream is not capturing"  # 1: cudaStreamCaptureStatusActive
+    for _ in range(n):
+        obj = ctypes.c_void_p()
+        assert rt.cudaUserObjectCreate(ctypes.byref(obj), None, _on_destroy, 1, 1) == 0  # 1: NoDestructorSync
+        assert rt.cudaGraphRetainUserObject(graph, obj, 1, 1) == 0  # 1: cudaGraphUserObjectMove
+
+
 def cudart() -> ctypes.CDLL:
     """The CUDA runtime torch loaded (its soname), for cudaMallocAsync/cudaFreeAsync/cudaMemsetAsync."""
     for name in ("libcudart.so.13", "libcudart.so.12", "libcudart.so"):
@@ -41,13 +61,20 @@ def cudart() -> ctypes.CDLL:
         lib.cudaMemsetAsync.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t, ctypes.c_void_p]
         lib.cudaMemcpyAsync.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int,
                                         ctypes.c_void_p]
+        # CUDA 13's cudaStreamGetCaptureInfo: (stream, status*, id*, graph*, deps**, edge data**, count*)
+        lib.cudaStreamGetCaptureInfo.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_int),
+                                                 ctypes.POINTER(ctypes.c_ulonglong), ctypes.POINTER(ctypes.c_void_p),
+                                                 ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+        lib.cudaUserObjectCreate.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p, USER_OBJECT_DESTROY,
+                                             ctypes.c_uint, ctypes.c_uint]
+        lib.cudaGraphRetainUserObject.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint, ctypes.c_uint]
         return lib
     raise RuntimeError("no libcudart found")
 
 
-def build(kernels: int, allocs: int, memsets: int, rt: ctypes.CDLL, memcpys: int = 0) -> tuple:
+def build(kernels: int, allocs: int, memsets: int, rt: ctypes.CDLL, memcpys: int = 0, user_objects: int = 0) -> tuple:
     """A captured graph of `kernels` add_ kernels with `allocs` malloc/free pairs, `memsets` memsets and `memcpys`
-    device-to-device copies among them."""
+    device-to-device copies among them, holding `user_objects` CUDA user objects."""
     x = torch.zeros(256, device="cuda")
     scratch = torch.zeros(max(memsets, memcpys, 1), 16, dtype=torch.int64, device="cuda")
     src = torch.ones(16, dtype=torch.int64, device="cuda")
@@ -56,8 +83,10 @@ def build(kernels: int, allocs: int, memsets: int, rt: ctypes.CDLL, memcpys: int
     every_m = max(1, kernels // max(memsets, 1))
     every_c = max(1, kernels // max(memcpys, 1))
 
-    def body():
+    def body(capturing: bool = False):
         stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+        if capturing and user_objects:
+            retain_user_objects(rt, stream, user_objects)
         live, done_a, done_m, done_c = [], 0, 0, 0
         for i in range(kernels):
             x.add_(1.0)
@@ -85,7 +114,7 @@ def build(kernels: int, allocs: int, memsets: int, rt: ctypes.CDLL, memcpys: int
     torch.cuda.current_stream().wait_stream(s)
     torch.cuda.synchronize()
     with torch.cuda.graph(g, capture_error_mode="relaxed"):
-        body()
+        body(capturing=True)
     torch.cuda.synchronize()
     return g, x, scratch, src
 
@@ -132,6 +161,8 @@ def parse_args(argv: list | None = None):
     f.define("memsets", [0, 48], "comma-separated counts of cudaMemsetAsync nodes", lambda t: counts(t, "memsets"))
     f.define("memcpys", [0, 48], "comma-separated counts of device-to-device cudaMemcpyAsync nodes",
              lambda t: counts(t, "memcpys"))
+    f.define("user-objects", [0], "comma-separated counts of CUDA user objects the graph holds",
+             lambda t: counts(t, "user-objects"))
     a = f.parse(argv)
     if a.kernels < 1:
         f.error("--kernels must be >= 1")
@@ -144,16 +175,15 @@ def main(argv=None) -> int:
     a = parse_args(argv)
     rt = cudart()
     rows = []
-    for allocs in a.allocs:
-        for memsets in a.memsets:
-            for memcpys in a.memcpys:
-                g, *_keep = build(a.kernels, allocs, memsets, rt, memcpys)
-                host_us, gpu_us = time_replays(g)
-                rows.append({"kernels": a.kernels, "allocs": allocs, "memsets": memsets, "memcpys": memcpys,
-                             "host_us": round(host_us, 1), "gpu_us": round(gpu_us, 1)})
-                print(f"kernels {a.kernels:4d}  allocs {allocs:4d}  memsets {memsets:3d}  memcpys {memcpys:3d}:  host "
-                      f"{host_us:8.1f} us/replay,  GPU {gpu_us:8.1f} us/replay", flush=True)
-                del g
+    combos = [(al, ms, mc, uo) for al in a.allocs for ms in a.memsets for mc in a.memcpys for uo in a.user_objects]
+    for allocs, memsets, memcpys, user_objects in combos:
+        g, *_keep = build(a.kernels, allocs, memsets, rt, memcpys, user_objects)
+        host_us, gpu_us = time_replays(g)
+        rows.append({"kernels": a.kernels, "allocs": allocs, "memsets": memsets, "memcpys": memcpys,
+                     "user_objects": user_objects, "host_us": round(host_us, 1), "gpu_us": round(gpu_us, 1)})
+        print(f"kernels {a.kernels:4d}  allocs {allocs:4d}  memsets {memsets:3d}  memcpys {memcpys:3d}  user objects "
+              f"{user_objects:2d}:  host {host_us:8.1f} us/replay,  GPU {gpu_us:8.1f} us/replay", flush=True)
+        del g
     result = {"benchmark": "graph_launch", "commit": provenance.commit(), "device": torch.cuda.get_device_name(),
               "torch": torch.__version__, "command": [sys.executable, *sys.argv], "rows": rows}
     if a.out:

@@ -87,7 +87,9 @@ class CapturedRunner:
         nodes; without it each allocation is a memory node of the graph. "memsets_replaced": memset nodes the capture
         made (vendor libraries memset inside their calls), rewritten as fill kernels, which cost a kernel's time at
         each launch where a memset node costs ~9 us of host time (AOTIRT_GRAPH_MEMSET_KERNELS=0 at capture keeps
-        them); they are counted in "kernels"."""
+        them); they are counted in "kernels". "pool_retained": what the pool keeps alive for the graph until it is
+        destroyed (the cuDNN shims' execution plans, one per cuDNN call captured), so that the graph holds no CUDA
+        user object (cudnn-frontend's default way, which costs host time at each launch)."""
         return dict(self._graph.stats)
 
     def _replay_torch(self, torch: Any, inputs: list) -> list | None:

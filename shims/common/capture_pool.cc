@@ -128,11 +128,27 @@ void CapturePoolRegistry::End(const char* fn, int64_t id) {
   EndLocked(p);
 }
 
+bool CapturePoolRegistry::Retain(int32_t device, void* stream, std::shared_ptr<void> object) noexcept {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto s = serving_.find(stream);
+  if (s == serving_.end()) return false;
+  Pool& p = pools_.at(s->second);
+  if (p.device != device) return false;
+  try {
+    p.retained.push_back(std::move(object));
+  } catch (...) {  // out of host memory: the caller keeps the object alive its own way
+    return false;
+  }
+  return true;
+}
+
 void CapturePoolRegistry::Release(const char* fn, int64_t id) {
+  std::vector<std::shared_ptr<void>> retained;  // destroyed after the lock: their destructors may call the driver
   std::lock_guard<std::mutex> lock(mu_);
   Pool& p = Find(fn, id);
   EndLocked(p);
   p.owned = false;
+  retained.swap(p.retained);
   std::vector<void*> idle;
   for (void* ptr : p.members)
     if (!blocks_.at(ptr).live) idle.push_back(ptr);
@@ -145,7 +161,9 @@ CapturePoolStats CapturePoolRegistry::Stats(const char* fn, int64_t id) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = pools_.find(id);
   AOTIRT_CHECK(it != pools_.end(), fn, "no capture pool ", id, " (never begun, or released with no live block)");
-  return it->second.stats;
+  CapturePoolStats st = it->second.stats;
+  st.retained = static_cast<int64_t>(it->second.retained.size());
+  return st;
 }
 
 }  // namespace aotirt

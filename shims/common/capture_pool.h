@@ -12,6 +12,8 @@
 //                          kernels use them at every replay, so a block freed now is only marked idle.
 //   Release(id)            the owner is gone (after the graph's last replay completed): idle blocks go back to the
 //                          device now, live ones (outputs a caller still holds) when their last tensor is freed.
+// Retain(device, stream, object) keeps a host object the captured kernels need beyond memory (a cuDNN execution
+// plan, whose code the graph launches) alive until Release, without a CUDA user object in the graph.
 // The registry only books blocks; the memory calls are the backend's (device.cc: cudaMallocAsync on a private,
 // never-captured stream, cudaFreeAsync), so this file needs no GPU and is tested on the CPU.
 #ifndef AOTIRT_COMMON_CAPTURE_POOL_H_
@@ -21,9 +23,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 namespace aotirt {
 
@@ -33,6 +37,7 @@ struct CapturePoolStats {
   int64_t live = 0;         // blocks allocated and not freed
   int64_t allocations = 0;  // allocations it served
   int64_t reuses = 0;       // of which from a block freed earlier in the capture
+  int64_t retained = 0;     // objects kept alive until Release (Retain)
 };
 
 class CapturePoolRegistry {
@@ -57,6 +62,9 @@ class CapturePoolRegistry {
   void* Allocate(const char* fn, int32_t device, void* stream, size_t nbytes);
   // True when ptr is a pool block (then handled here), false when it is not ours. Never throws.
   bool Free(void* ptr, void* stream) noexcept;
+  // Keeps `object` alive until the pool serving `stream` of `device` is released; false (nothing kept) when no pool
+  // serves that stream for that device. Never throws (false when out of host memory).
+  bool Retain(int32_t device, void* stream, std::shared_ptr<void> object) noexcept;
   // Throw ShimError for an unknown id (or, End, a pool no longer serving).
   void End(const char* fn, int64_t id);
   void Release(const char* fn, int64_t id);
@@ -75,6 +83,7 @@ class CapturePoolRegistry {
     bool owned = true;
     std::multimap<size_t, void*> idle;  // blocks freed while serving, by size: reusable in this capture
     std::unordered_set<void*> members;
+    std::vector<std::shared_ptr<void>> retained;  // until Release (Retain)
     CapturePoolStats stats;
   };
   Pool& Find(const char* fn, int64_t id);

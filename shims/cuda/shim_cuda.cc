@@ -350,7 +350,7 @@ AOTIRT_EXPORT AOTITorchError aotirt_capture_pool_stats(int64_t pool, int64_t* va
     AOTIRT_CHECK(ret_count != nullptr, fn, "ret_count is null");
     AOTIRT_CHECK(capacity >= 0 && (capacity == 0 || values != nullptr), fn, "values is null or capacity < 0");
     const aotirt::CapturePoolStats st = gpu::CapturePools().Stats(fn, pool);
-    const int64_t all[] = {st.blocks, st.bytes, st.live, st.allocations, st.reuses};
+    const int64_t all[] = {st.blocks, st.bytes, st.live, st.allocations, st.reuses, st.retained};
     const int32_t n = static_cast<int32_t>(sizeof(all) / sizeof(all[0]));
     for (int32_t i = 0; i < n && i < capacity; ++i) values[i] = all[i];
     *ret_count = n;

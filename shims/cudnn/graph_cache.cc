@@ -5,6 +5,7 @@
 #include <atomic>
 #include <vector>
 
+#include "shims/common/env.h"
 #include "shims/common/error.h"
 #include "shims/common/thread_state_pool.h"
 #include "shims/cuda/device.h"
@@ -32,7 +33,13 @@ void CheckStatus(const char* fn, cudnnStatus_t s, const char* what) {
 // create_execution_plans made (called before them, as on an unbuilt graph, it filters nothing: float32 convolutions
 // ran TF32 engines that way, seen on the H200). Heuristic mode A, then cuDNN's fallback list (engines A does not
 // rank, e.g. some grouped 3-D convolutions).
-fe::error_t Build(fe::graph::Graph& g, cudnnHandle_t handle, const std::vector<fe::NumericalNote_t>& notes_to_avoid) {
+//
+// Retention NONE (unless frontend_retains): the frontend attaches no CUDA user object to the graphs captured from
+// this one; RetainForCapture keeps the plans alive for them instead (set before the plans are made: it applies to
+// plans built after it).
+fe::error_t Build(fe::graph::Graph& g, cudnnHandle_t handle, const std::vector<fe::NumericalNote_t>& notes_to_avoid,
+                  bool frontend_retains) {
+  if (!frontend_retains) g.set_cuda_graph_retention(fe::CudaGraphRetention_t::NONE);
   fe::error_t e = g.validate();
   if (e.is_good()) e = g.build_operation_graph(handle);
   if (e.is_good()) e = g.create_execution_plans({fe::HeurMode_t::A, fe::HeurMode_t::FALLBACK});
@@ -46,7 +53,34 @@ struct Built {
   std::shared_ptr<fe::graph::Graph> graph;  // null: cuDNN has no engine for it (`refusal` says why)
   int64_t workspace = 0;
   std::string refusal;
+  // The user object that keeps `graph` alive for captures that are not a CapturedModel's (RetainForCapture).
+  mutable fe::detail::CudaGraphRetainedResource foreign_capture;
+  bool frontend_retains = false;  // built with the frontend's default retention (a user object in every capture)
 };
+
+// AOTIRT_CUDNN_GRAPH_USER_OBJECTS=1 (the one env-flag rule, shims/common/env.h; off by default, read when a cuDNN
+// graph is built) leaves cudnn-frontend's default retention on: every captured graph then holds its user object, as
+// before session 29. For A/B measurements of launch host time.
+bool FrontendRetains() { return EnvFlag("AOTIRT_CUDNN_GRAPH_USER_OBJECTS", false); }
+
+// A CUDA graph captured from an execute launches the plans' kernels (cuDNN may have compiled them at build and
+// releases them with the plan) at every replay, so the plans must outlive it. A CapturedModel's capture (its pool
+// serves the stream: backends/cuda/runtime/graph.cc) keeps them until that graph is destroyed, with nothing added
+// to the graph. Any other capture (e.g. torch.cuda.graph around an eager run) gets a CUDA user object holding
+// them, which is what cudnn-frontend does by default for every capture; a graph holding one costs more host time
+// at each launch (cudnn-frontend's note on CudaGraphRetention_t; benchmarks/RESULTS.md, host time run 5).
+void RetainForCapture(const char* fn, int32_t device, void* stream, const Built& b) {
+  if (b.frontend_retains) return;  // the frontend's execute attaches its own user object
+  if (gpu::CapturePools().Retain(device, stream, b.graph)) return;
+  std::shared_ptr<void> plans = b.graph;
+  cudaError_t e = b.foreign_capture.retain_on_capturing_stream(static_cast<cudaStream_t>(stream),
+                                                               [&plans] { return plans; });
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    throw ShimError(StrCat(fn, ": keeping cuDNN's plans alive for the CUDA graph being captured failed: ",
+                           cudaGetErrorName(e), " (", cudaGetErrorString(e), ")"));
+  }
+}
 
 struct ThreadState {
   std::vector<cudnnHandle_t> handles;  // per device
@@ -81,7 +115,8 @@ bool TryExecute(const char* fn, int32_t device, const std::string& key, const De
     Built b;
     b.graph = std::make_shared<fe::graph::Graph>();
     define(*b.graph);
-    fe::error_t e = Build(*b.graph, handle, notes_to_avoid);
+    b.frontend_retains = FrontendRetains();
+    fe::error_t e = Build(*b.graph, handle, notes_to_avoid, b.frontend_retains);
     if (e.is_good()) {
       Check(fn, b.graph->get_workspace_size(b.workspace), "workspace query", hint);
     } else {  // remembered: the next call with this key does not build again
@@ -99,6 +134,7 @@ bool TryExecute(const char* fn, int32_t device, const std::string& key, const De
   for (const auto& kv : pack)
     AOTIRT_CHECK_NOT_SUPPORTED(reinterpret_cast<uintptr_t>(kv.second) % 16 == 0, fn, "operand ", kv.first,
                                "'s data is not 16-byte aligned (cuDNN needs aligned operands)");
+  if (gpu::IsCapturing(stream)) RetainForCapture(fn, device, stream, b);
   void* ws = b.workspace > 0 ? gpu::Allocate(fn, device, b.workspace, stream) : nullptr;
   fe::error_t e = b.graph->execute(handle, pack, ws);
   if (ws != nullptr) gpu::Free(device, ws, stream);  // stream-ordered: freed after the graph ran

@@ -9,6 +9,7 @@
 #include <functional>
 #include <future>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -173,6 +174,28 @@ TEST_F(CapturePoolTest, ReleaseWithoutEndEndsTheServing) {
   const int64_t id2 = reg.Begin("f", 0, s1);
   EXPECT_NE(id2, id);
   reg.Release("f", id2);
+}
+
+TEST_F(CapturePoolTest, RetainedObjectsLiveUntilReleaseEvenPastEnd) {
+  // What a capture keeps alive beyond memory (the cuDNN shims: the execution plans whose kernels the graph launches)
+  // lives until Release, after the graph's last replay, and only a served stream of that device keeps anything.
+  auto plan = std::make_shared<int>(7);
+  std::weak_ptr<int> watch = plan;
+  EXPECT_FALSE(reg.Retain(0, s1, plan));  // no pool serves s1 yet
+  const int64_t id = reg.Begin("f", 0, s1);
+  EXPECT_FALSE(reg.Retain(1, s1, plan));  // another device's work on that stream: not this pool's
+  EXPECT_FALSE(reg.Retain(0, s2, plan));
+  EXPECT_TRUE(reg.Retain(0, s1, plan));
+  EXPECT_TRUE(reg.Retain(0, s1, plan));  // each execute during the capture: kept once more, freed together
+  EXPECT_EQ(reg.Stats("f", id).retained, 2);
+  void* out = reg.Allocate("f", 0, s1, 64);  // an output the caller keeps past Release
+  plan.reset();
+  reg.End("f", id);
+  EXPECT_FALSE(watch.expired()) << "the graph may still be replayed after End";
+  EXPECT_FALSE(reg.Retain(0, s1, std::make_shared<int>(1)));  // no longer served
+  reg.Release("f", id);
+  EXPECT_TRUE(watch.expired()) << "Release (after the last replay) drops what the pool kept";
+  reg.Free(out, s1);
 }
 
 TEST_F(CapturePoolTest, RefusedCallsNameTheProblem) {

@@ -422,15 +422,16 @@ TEST_F(CudaShims, CapturePoolKeepsTheShimsAllocationsOutOfTheGraph) {
       EXPECT_EQ(c.allocs, 0);
       EXPECT_EQ(c.frees, 0);
       EXPECT_EQ(again_ptr, tmp_ptr);  // the freed temporary's block, reused within the capture
-      int64_t st[5] = {};
+      int64_t st[6] = {};
       int32_t count = 0;
-      ASSERT_SHIM_OK(aotirt_capture_pool_stats(pool, st, 5, &count));
-      EXPECT_EQ(count, 5);
+      ASSERT_SHIM_OK(aotirt_capture_pool_stats(pool, st, 6, &count));
+      EXPECT_EQ(count, 6);
       EXPECT_EQ(st[0], 2);      // blocks: out, tmp
       EXPECT_EQ(st[1], 2 * n * 4);
       EXPECT_EQ(st[2], 1);      // live: out
       EXPECT_EQ(st[3], 3);      // allocations
       EXPECT_EQ(st[4], 1);      // reuses
+      EXPECT_EQ(st[5], 0);      // retained: no cuDNN call was captured
     } else {
       EXPECT_GE(c.allocs, 2);  // what the pool removes (the test would pass vacuously without this contrast)
     }

@@ -101,13 +101,16 @@ def test_value_parsers_shared_by_the_benchmarks():
 
 def test_graph_launch_flags(graph_launch, capsys):
     a = graph_launch.parse_args([])
-    assert (a.kernels, a.allocs, a.memsets, a.memcpys, a.out) == (365, [0, 48, 130], [0, 48], [0, 48], "")
-    a = graph_launch.parse_args(["--kernels", "10", "--allocs", "0, 5,", "--memsets", "2", "--memcpys", "3"])
-    assert (a.kernels, a.allocs, a.memsets, a.memcpys) == (10, [0, 5], [2], [3])
+    assert (a.kernels, a.allocs, a.memsets, a.memcpys, a.user_objects, a.out) == (365, [0, 48, 130], [0, 48],
+                                                                                   [0, 48], [0], "")
+    a = graph_launch.parse_args(["--kernels", "10", "--allocs", "0, 5,", "--memsets", "2", "--memcpys", "3",
+                                 "--user-objects", "0,1"])
+    assert (a.kernels, a.allocs, a.memsets, a.memcpys, a.user_objects) == (10, [0, 5], [2], [3], [0, 1])
     for argv, why in ((["--allocs", "-1"], "counts must be >= 0"), (["--memsets", ","], "at least one count"),
                       (["--allocs", "x"], "--allocs"), (["--kernels", "0"], "--kernels must be >= 1"),
                       (["--kernels", "10", "--memsets", "11"], "may not exceed --kernels"),
-                      (["--kernels", "10", "--memcpys", "11"], "may not exceed --kernels")):
+                      (["--kernels", "10", "--memcpys", "11"], "may not exceed --kernels"),
+                      (["--user-objects", "-2"], "counts must be >= 0")):
         with pytest.raises(SystemExit) as e:
             graph_launch.parse_args(argv)
         assert e.value.code == 2 and why in capsys.readouterr().err, argv

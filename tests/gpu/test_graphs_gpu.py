@@ -144,7 +144,8 @@ def test_alias_inputs_reads_the_callers_tensors_and_copies_only_others():
 @requires_gpu
 def test_raw_cuda_graph_exec_launches_the_graph_itself():
     """The native graph's raw_cuda_graph_exec (as torch's CUDAGraph.raw_cuda_graph_exec()) is the instantiated graph:
-    cudaGraphLaunch on it by ctypes reruns the model on the static buffers."""
+    cudaGraphLaunch on it by ctypes reruns the model on the static buffers; raw_cuda_graph is the graph it came
+    from."""
     import ctypes
     import aotirt
     model, path, make_inputs, dt = build("mlp", "float32")
@@ -161,6 +162,13 @@ def test_raw_cuda_graph_exec_launches_the_graph_itself():
     torch.cuda.synchronize()
     with torch.no_grad():
         torch.testing.assert_close(y, model(x), **TOL["float32"])
+    # raw_cuda_graph: the graph behind that exec; its node count is what the capture counted.
+    graph = graphed._graph.raw_cuda_graph
+    assert isinstance(graph, int) and graph != 0
+    n = ctypes.c_size_t(0)
+    assert rt.cudaGraphGetNodes(ctypes.c_void_p(graph), None, ctypes.byref(n)) == 0
+    st = graphed.graph_stats
+    assert n.value == sum(st[k] for k in ("kernels", "mem_allocs", "mem_frees", "memsets", "memcpys", "other_nodes"))
 
 
 @requires_gpu
@@ -232,3 +240,36 @@ def test_outputs_a_caller_keeps_outlive_the_graph_and_its_pool(monkeypatch):
     assert torch.equal(kept, want)
     with torch.no_grad():
         torch.testing.assert_close(kept, model(*x), **TOL["float32"])
+
+
+@requires_gpu
+def test_cudnn_plans_are_kept_by_the_capture_pool_not_by_user_objects(tmp_path, monkeypatch):
+    """The cuDNN shims build their graphs with cudnn-frontend's retention NONE. A CapturedModel's capture pool keeps
+    the plans its graph launches (pool_retained: one per cuDNN call captured), so the graph holds no CUDA user object;
+    without the pool the shims attach one themselves (what the frontend does by default). Both graphs replay what
+    eager computes, next to each other and to eager runs that use the same cached plans."""
+    import aotirt
+    F = torch.nn.functional
+
+    class Attn(torch.nn.Module):
+        def forward(self, q, k, v):
+            return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+    def make():
+        return [torch.randn(2, 4, 256, 64, device="cuda", dtype=torch.bfloat16) for _ in range(3)]
+
+    path = str(tmp_path / "attn.pt2")
+    aotirt.compile(Attn(), make(), path, options=aotirt.CompileOptions(max_autotune=False, attention_backend="CUDNN"))
+    runner = aotirt.load(path)
+    monkeypatch.delenv("AOTIRT_CAPTURE_POOL", raising=False)
+    pooled = aotirt.capture(runner, *make())
+    assert pooled.graph_stats["pooled"] and pooled.graph_stats["pool_retained"] >= 1, pooled.graph_stats
+    monkeypatch.setenv("AOTIRT_CAPTURE_POOL", "0")
+    plain = aotirt.capture(runner, *make())
+    monkeypatch.delenv("AOTIRT_CAPTURE_POOL")
+    assert not plain.graph_stats["pooled"] and plain.graph_stats["pool_retained"] == 0, plain.graph_stats
+    for _ in range(3):
+        x = make()
+        want = Attn()(*x)
+        for got in (pooled(*x), plain(*x), runner(*x)):
+            torch.testing.assert_close(got, want, **TOL["bfloat16"])

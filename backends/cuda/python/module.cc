@@ -151,13 +151,15 @@ class PyCaptured {
   }
   int64_t input_copies() const { return graph_->input_copies(); }
   uintptr_t raw_exec() const { return reinterpret_cast<uintptr_t>(graph_->exec()); }
+  uintptr_t raw_graph() const { return reinterpret_cast<uintptr_t>(graph_->graph()); }
   py::dict stats() const {
     const auto& st = graph_->stats();
     const std::pair<const char*, int64_t> counts[] = {
         {"kernels", st.kernels},         {"mem_allocs", st.mem_allocs},   {"mem_frees", st.mem_frees},
         {"memsets", st.memsets},         {"memcpys", st.memcpys},         {"other_nodes", st.other_nodes},
         {"pool_blocks", st.pool_blocks}, {"pool_bytes", st.pool_bytes},   {"pool_allocations", st.pool_allocations},
-        {"pool_reuses", st.pool_reuses}, {"memsets_replaced", st.memsets_replaced}};
+        {"pool_reuses", st.pool_reuses}, {"pool_retained", st.pool_retained},
+        {"memsets_replaced", st.memsets_replaced}};
     py::dict d;
     for (const auto& kv : counts) d[kv.first] = kv.second;
     d["pooled"] = st.pooled;
@@ -210,9 +212,13 @@ PYBIND11_MODULE(_C, m) {
       .def_property_readonly("raw_cuda_graph_exec", &PyCaptured::raw_exec,
                              "The cudaGraphExec_t as an int (as torch's CUDAGraph.raw_cuda_graph_exec()), owned by "
                              "this object: valid while it lives")
+      .def_property_readonly("raw_cuda_graph", &PyCaptured::raw_graph,
+                             "The cudaGraph_t as an int (as torch's CUDAGraph.raw_cuda_graph()), owned by this object: "
+                             "valid while it lives; inspect it, do not modify it")
       .def_property_readonly("stats", &PyCaptured::stats,
                              "The graph's nodes by type (kernels, mem_allocs, ...) and its capture pool (pooled, "
-                             "pool_blocks, pool_bytes, pool_allocations, pool_reuses), counted at capture");
+                             "pool_blocks, pool_bytes, pool_allocations, pool_reuses, pool_retained), counted at "
+                             "capture");
 
   m.def("live_tensor_count", [] { return aotirt_live_tensor_count(); });
   m.def("stream_wait", &StreamWait, py::arg("producer"), py::arg("consumer"), py::arg("device"),

@@ -176,13 +176,14 @@ std::unique_ptr<CapturedModel> CapturedModel::Capture(std::shared_ptr<Model> mod
   g->graph_ = graph;
   CountNodes(graph, &g->stats_);
   if (g->pool_ != 0) {
-    int64_t v[5] = {0, 0, 0, 0, 0};
+    int64_t v[6] = {0, 0, 0, 0, 0, 0};
     int32_t n = 0;
-    if (aotirt_capture_pool_stats(g->pool_, v, 5, &n) == AOTI_TORCH_SUCCESS) {
+    if (aotirt_capture_pool_stats(g->pool_, v, 6, &n) == AOTI_TORCH_SUCCESS) {
       g->stats_.pool_blocks = v[0];
       g->stats_.pool_bytes = v[1];
       g->stats_.pool_allocations = v[3];
       g->stats_.pool_reuses = v[4];
+      g->stats_.pool_retained = v[5];
     }
   }
   cudaGraphExec_t exec = nullptr;

@@ -183,6 +183,9 @@ class AOTIRT_RUNTIME_API CapturedModel {
   // The instantiated graph (cudaGraphExec_t), as torch's CUDAGraph.raw_cuda_graph_exec(): for tools that launch or
   // inspect it themselves (a launch that way skips the input copies and the ordering after other streams).
   void* exec() const { return exec_; }
+  // The captured graph (cudaGraph_t, after the memset rewrite), as torch's CUDAGraph.raw_cuda_graph(): for tools that
+  // inspect it (cudaGraphDebugDotPrint) or instantiate it with other flags. Owned here; do not modify it.
+  void* graph() const { return graph_; }
   // Input copies the replays made (an input that was its static buffer is not copied): tests and benchmarks.
   int64_t input_copies() const { return input_copies_; }
   // What the captured graph holds (its nodes by type) and the capture pool it allocated from.
@@ -190,6 +193,7 @@ class AOTIRT_RUNTIME_API CapturedModel {
     int64_t kernels = 0, mem_allocs = 0, mem_frees = 0, memsets = 0, memcpys = 0, other_nodes = 0;
     bool pooled = false;  // allocated from a capture pool (the default; AOTIRT_CAPTURE_POOL=0: inside the graph)
     int64_t pool_blocks = 0, pool_bytes = 0, pool_allocations = 0, pool_reuses = 0;
+    int64_t pool_retained = 0;  // objects the pool keeps for the graph (cuDNN plans), in place of user objects
     // Memset nodes the capture made (vendor libraries' own memsets), rewritten as fill kernels (graph_memsets.h;
     // AOTIRT_GRAPH_MEMSET_KERNELS=0 keeps them; so does a graph with memory nodes): counted in `kernels`.
     int64_t memsets_replaced = 0;

@@ -292,8 +292,9 @@ AOTIRT_EXPORT int64_t aotirt_live_tensor_count(void);
 // allocates on `stream` (tensors, workspaces) comes from blocks made outside the capture, so the captured graph holds
 // no memory nodes; a block freed meanwhile is reused by a later allocation of the same capture. End after the
 // capture ended; release once the graph's last launch completed (blocks still held by live tensors are given back
-// when those die). stats: blocks, bytes, live blocks, allocations served, reuses (copies min(capacity, N) values;
-// ret_count = N). An unknown or released pool is an error.
+// when those die). stats: blocks, bytes, live blocks, allocations served, reuses, objects retained until release
+// (the cuDNN shims' plans, which the graph launches) (copies min(capacity, N) values; ret_count = N). An unknown or
+// released pool is an error.
 AOTIRT_EXPORT AOTITorchError aotirt_capture_pool_begin(int32_t device_index, void* stream, int64_t* ret_pool);
 AOTIRT_EXPORT AOTITorchError aotirt_capture_pool_end(int64_t pool);
 AOTIRT_EXPORT AOTITorchError aotirt_capture_pool_release(int64_t pool);
