@@ -67,8 +67,8 @@ bool FrontendRetains() { return EnvFlag("AOTIRT_CUDNN_GRAPH_USER_OBJECTS", false
 // releases them with the plan) at every replay, so the plans must outlive it. A CapturedModel's capture (its pool
 // serves the stream: backends/cuda/runtime/graph.cc) keeps them until that graph is destroyed, with nothing added
 // to the graph. Any other capture (e.g. torch.cuda.graph around an eager run) gets a CUDA user object holding
-// them, which is what cudnn-frontend does by default for every capture; a graph holding one costs more host time
-// at each launch (cudnn-frontend's note on CudaGraphRetention_t; benchmarks/RESULTS.md, host time run 5).
+// them, which is what cudnn-frontend does by default for every capture; a graph holding one makes each launch wait
+// for the previous one (benchmarks/RESULTS.md, host time run 6: 14.4 us a back-to-back launch with it, 1.6 without).
 void RetainForCapture(const char* fn, int32_t device, void* stream, const Built& b) {
   if (b.frontend_retains) return;  // the frontend's execute attaches its own user object
   if (gpu::CapturePools().Retain(device, stream, b.graph)) return;
